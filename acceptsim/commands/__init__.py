@@ -1,0 +1,1 @@
+"""Sub-commands of ``acceptsim``: each module has ``add_parser(subparsers)`` and ``main(args)``."""

@@ -1,0 +1,74 @@
+"""``acceptsim run``: one simulated run, printed as JSON or a readable table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from acceptsim.config_io import load_params_file, parse_int, parse_number
+from models.experiment import RunConfig, simulate
+from models.policies import check_limit
+from sim.results import flatten, json_safe
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("run", help="simulate one configuration")
+    p.add_argument("--server", default="userver", help="server architecture (default userver)")
+    p.add_argument("--accept-limit", default="1", help="accept-limit: an integer >= 1 or inf")
+    p.add_argument("--workload", default="one-packet", help="workload (default one-packet)")
+    p.add_argument("--rate", required=True, help="target connection rate per second")
+    p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
+    p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
+                   "a quarter of the duration, at most 5)")
+    p.add_argument("--seed", default="1", help="seed of the run's random streams (default 1)")
+    p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
+    p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
+    p.add_argument("--params", default=None, help="TOML file of cost (and [kernel]) parameters")
+    p.add_argument("--format", default="table", choices=("table", "json"))
+    p.set_defaults(main=main)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    duration = parse_number("duration", args.duration)
+    warmup = (
+        parse_number("warmup", args.warmup) if args.warmup is not None else min(5.0, duration / 4)
+    )
+    fields: dict[str, Any] = {
+        "server": args.server,
+        "accept_limit": check_limit(args.accept_limit),
+        "workload": args.workload,
+        "rate_per_s": parse_number("rate", args.rate),
+        "duration_s": duration,
+        "warmup_s": warmup,
+        "seed": parse_int("seed", args.seed),
+        "spacing": args.spacing,
+        "timeout_s": parse_number("timeout", args.timeout),
+    }
+    if args.params:
+        costs, kernel = load_params_file(args.params)
+        fields["costs"] = costs
+        if kernel is not None:
+            fields["kernel"] = kernel
+    return RunConfig.from_dict(fields)
+
+
+def main(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    result = simulate(config)
+    if args.format == "json":
+        print(json.dumps(json_safe(result), indent=2))
+    else:
+        print(format_table(result))
+    return 0
+
+
+def format_table(result: dict[str, Any]) -> str:
+    rows = flatten(json_safe(result))
+    width = max(len(k) for k in rows)
+    lines = []
+    for key, value in rows.items():
+        if isinstance(value, float):
+            value = f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        lines.append(f"{key:<{width}}  {value}")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""Figures, tables and the markdown report of ``acceptsim reproduce``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sim.scenario import Scenario  # noqa: E402
+
+LABELS = {
+    "target_rate_per_s": "target rate (requests/s)",
+    "reply_rate_per_s": "replies/s",
+    "drops_per_s.total": "queue drops/s",
+    "response_time_ms.mean": "mean response time (ms)",
+}
+
+
+def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
+    spec = scenario.plot
+    x = spec.get("x", "target_rate_per_s")
+    ys = spec.get("y", ["reply_rate_per_s"])
+    series = spec.get("series", "accept_limit")
+    fig, axes = plt.subplots(1, len(ys), figsize=(5.5 * len(ys), 4.2), squeeze=False)
+    for ax, y in zip(axes[0], ys, strict=True):
+        for key, group in frame.groupby(series, sort=False):
+            group = group.sort_values(x)
+            ax.plot(group[x], group[y], marker="o", ms=3, label=f"{series} {key}")
+        ax.set_xlabel(LABELS.get(x, x))
+        ax.set_ylabel(LABELS.get(y, y))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(scenario.title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _selector(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in ("what", "metric", "paper", "note")}
+
+
+def expectation_rows(scenario: Scenario, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each published number of the scenario beside the simulator's."""
+    rows = []
+    for exp in scenario.expect:
+        sel = frame
+        for key, value in _selector(exp).items():
+            sel = sel[sel[key].astype(str) == str(value)]
+        kind, _, metric = exp["metric"].rpartition(":")
+        if sel.empty:
+            sim_value = None
+        elif kind == "peak":
+            sim_value = float(sel[metric].max())
+        else:
+            sim_value = float(sel[metric].iloc[0])
+        paper = exp.get("paper")
+        rows.append(
+            {
+                "what": exp.get("what", metric),
+                "paper": paper,
+                "simulated": sim_value,
+                "error_pct": None
+                if sim_value is None or not paper
+                else 100.0 * (sim_value - paper) / paper,
+            }
+        )
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r[c]
+            cells.append(f"{v:,.1f}" if isinstance(v, float) else str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def pivot_text(scenario: Scenario, frame: pd.DataFrame, metric: str = "reply_rate_per_s") -> str:
+    x = scenario.plot.get("x", "target_rate_per_s")
+    series = scenario.plot.get("series", "accept_limit")
+    table = frame.pivot_table(index=x, columns=series, values=metric, sort=False)
+    table.columns = [f"{series}={c}" for c in table.columns]
+    return table.round(0).to_string()

@@ -1,0 +1,252 @@
+"""Open-loop httperf-style clients.
+
+New connections start at the target rate whatever the server does
+(Poisson or evenly spaced), so the server can be overloaded.  Each
+connection makes its workload's requests one after another (HTTP/1.1, one
+outstanding request), and closes when the last reply arrives.  httperf's
+``--timeout`` applies to each step: a connection that makes no progress
+within it (no SYN-ACK for its SYNs, no reply to its request) is closed and
+counted as ``client-timo``; work the server then does for it is wasted.
+
+Client-side TCP behaviour (Linux 2.4 client):
+
+* a dropped SYN is retransmitted after 3 s, then 6, 12, 24 and 48 s, unless
+  the step has timed out first;
+* after a ListenOverflow the client believes it is connected; its request
+  is not acknowledged, so it retransmits it on the data RTO (200 ms, doubling)
+  and each retransmission retries the server's move into the accept queue.
+  After the client times out and closes, the socket is orphaned and keeps
+  retransmitting until ``orphan_retries`` retransmissions, then it is
+  destroyed and any later SYN-ACK from the server draws a RST.
+
+Timeouts are not events: a step's deadline is stored on the connection and
+compared with the clock wherever it matters (a late reply, a segment the
+server touches, the end of the run), which gives the same outcomes at a
+fraction of the events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from models.connection import CLOSED, SYN_RECV, Connection
+from models.workloads import Workload
+from sim.params import Params, param
+from sim.streams import Streams
+
+if TYPE_CHECKING:
+    from models.kernel import KernelProfile, ListenSocket
+    from sim.engine import Environment
+
+
+@dataclass(frozen=True)
+class ClientParams(Params):
+    """httperf's load and the network between clients and server."""
+
+    _prefix = "client."
+
+    rate_per_s: float = param(
+        20000.0, unit="connections/s", gt=0.0, doc="target rate of new connections (httperf --rate)"
+    )
+    spacing: str = param(
+        "poisson",
+        unit="",
+        choices=("poisson", "deterministic"),
+        doc="spacing of connection starts; the paper's eight client machines make the "
+        "aggregate close to Poisson",
+    )
+    timeout_s: float = param(10.0, unit="s", gt=0.0, doc="httperf --timeout, applied per step")
+    rtt_s: float = param(
+        100e-6, unit="s", gt=0.0, doc="round-trip time of the client-server LAN (gigabit, sub-ms)"
+    )
+
+
+COMPLETED = "completed"
+TIMED_OUT = "timed_out"
+
+
+class Client:
+    """All client machines together: one open-loop stream of connections."""
+
+    def __init__(
+        self,
+        env: Environment,
+        params: ClientParams,
+        profile: KernelProfile,
+        workload: Workload,
+        streams: Streams,
+    ) -> None:
+        self.env = env
+        self.params = params
+        self.profile = profile
+        self.workload = workload
+        self.kernel: ListenSocket | None = None
+        self.owd = params.rtt_s / 2
+        self.rtt = params.rtt_s
+        self.timeout = params.timeout_s
+        mean_gap = 1.0 / params.rate_per_s
+        if params.spacing == "poisson":
+            self._gap = streams.exponential("arrivals", mean_gap)
+        else:
+            self._gap = lambda: mean_gap
+        self._next_id = 0
+        self.live: dict[int, Connection] = {}
+        # measurement window, set by the run before it starts
+        self.window_start = 0.0
+        self.window_end = float("inf")
+        # httperf-style counters over the window
+        self.attempted = 0  # connections started in the window
+        self.completed = 0  # ... of which completed by the end
+        self.timed_out = 0  # ... of which timed out by the end
+        self.in_flight_at_end = 0
+        self.replies = 0  # replies received in the window
+        self.timeouts = 0  # client timeouts whose instant lies in the window
+        self.response_times: list[float] = []  # request sent -> reply received, in window
+        self.wasted_replies = 0  # replies the server sent to a client that had gone
+        self.syn_retransmits = 0
+        self.data_retransmits = 0
+
+    # -- connection starts ------------------------------------------------------
+    def start(self) -> None:
+        self.env.call_in(self._gap() + self.owd, self._arrival)
+
+    def _arrival(self, event: object) -> None:
+        """A new connection's first SYN reaches the server."""
+        env = self.env
+        env.call_in(self._gap(), self._arrival)
+        started = env._now - self.owd
+        conn = Connection(self._next_id, started, started + self.timeout)
+        self._next_id += 1
+        if started >= self.window_start:
+            self.attempted += 1
+        self.live[conn.id] = conn
+        self.kernel.syn(conn)  # type: ignore[union-attr]
+
+    # -- handshake --------------------------------------------------------------
+    def syn_dropped(self, conn: Connection) -> None:
+        """The server dropped this SYN: retransmit after the backed-off RTO, or give up."""
+        profile = self.profile
+        sent = conn.syn_sent
+        # the k-th SYN was sent at started + rto * (2**(k-1) - 1)
+        next_send = conn.started_at + profile.syn_rto_s * (2**sent - 1)
+        if sent > profile.syn_retries or next_send >= conn.deadline:
+            self.resolve(conn, TIMED_OUT, conn.deadline)
+            return
+        conn.syn_sent = sent + 1
+        self.syn_retransmits += 1
+        self.env.call_at(next_send + self.owd, self._syn_retransmit, conn)
+
+    def _syn_retransmit(self, event: object) -> None:
+        self.kernel.syn(event.value)  # type: ignore[attr-defined, union-attr]
+
+    def syn_ack(self, conn: Connection) -> None:
+        """The server queued the request and sent a SYN-ACK (now)."""
+        env = self.env
+        connected = env._now + self.owd
+        conn.requests_left = self.workload.requests_per_connection() - 1
+        conn.reply_bytes = self.workload.reply_bytes()
+        conn.request_sent_at = connected
+        conn.deadline = connected + self.timeout
+        env.call_in(self.rtt, self._handshake_ack, conn)
+
+    def _handshake_ack(self, event: object) -> None:
+        self.kernel.handshake_ack(event.value)  # type: ignore[attr-defined, union-attr]
+
+    def request_unacknowledged(self, conn: Connection) -> None:
+        """The final ACK overflowed: the request segment will be retransmitted."""
+        at = conn.request_sent_at + self.profile.data_rto_min_s + self.owd
+        self.env.call_at(max(at, self.env._now), self._data_retransmit, conn)
+
+    def _data_retransmit(self, event: object) -> None:
+        conn: Connection = event.value  # type: ignore[attr-defined]
+        if conn.state != SYN_RECV:  # acknowledged, reset or expired
+            return
+        profile = self.profile
+        now = self.env._now
+        closed = now - self.owd >= conn.deadline
+        limit = profile.orphan_retries if closed else profile.retries2
+        if conn.data_rtx >= limit:
+            conn.client_dead = True  # socket destroyed; nothing more is sent
+            return
+        conn.data_rtx += 1
+        self.data_retransmits += 1
+        self.kernel.retransmitted_segment(conn)  # type: ignore[union-attr]
+        if conn.state == SYN_RECV:
+            rto = min(profile.data_rto_min_s * 2**conn.data_rtx, profile.rto_max_s)
+            self.env.call_in(rto, self._data_retransmit, conn)
+
+    # -- replies ------------------------------------------------------------------
+    def client_gone(self, conn: Connection) -> bool:
+        """Has the client closed this connection (its step timed out) by now?"""
+        return self.env._now - self.owd >= conn.deadline
+
+    def check_client_gone(self, conn: Connection) -> None:
+        """The server touches ``conn``: if the client's FIN has arrived by now, say so."""
+        if not conn.eof and self.env._now >= conn.deadline + self.owd:
+            self.kernel.fin(conn)  # type: ignore[union-attr]
+
+    def reply(self, conn: Connection) -> None:
+        """The server has just written the whole reply to the current request."""
+        env = self.env
+        now = env._now
+        received = now + self.owd
+        if received > conn.deadline or conn.outcome is not None:
+            self.wasted_replies += 1
+            if conn.outcome is None:
+                self.resolve(conn, TIMED_OUT, conn.deadline)
+            fin_at = conn.deadline + self.owd
+            if not conn.eof:
+                if fin_at <= now:
+                    self.kernel.fin(conn)  # type: ignore[union-attr]
+                else:
+                    env.call_at(fin_at, self._fin, conn)
+            return
+        if self.window_start <= received <= self.window_end:
+            self.replies += 1
+            self.response_times.append(received - conn.request_sent_at)
+        if conn.requests_left > 0:
+            conn.requests_left -= 1
+            conn.reply_bytes = self.workload.reply_bytes()
+            conn.request_sent_at = received
+            conn.deadline = received + self.timeout
+            env.call_in(self.rtt, self._next_request, conn)
+            return
+        self.resolve(conn, COMPLETED, received)
+        env.call_in(self.rtt, self._fin, conn)
+
+    def _next_request(self, event: object) -> None:
+        self.kernel.request_arrives(event.value)  # type: ignore[attr-defined, union-attr]
+
+    def _fin(self, event: object) -> None:
+        conn: Connection = event.value  # type: ignore[attr-defined]
+        if conn.state != CLOSED:
+            self.kernel.fin(conn)  # type: ignore[union-attr]
+
+    # -- outcomes ---------------------------------------------------------------------
+    def resolve(self, conn: Connection, outcome: str, at: float) -> None:
+        """Record the connection's outcome, which happened at instant ``at``."""
+        if at > self.window_end:
+            return  # not resolved within the run: counted as in flight at the end
+        if conn.outcome is not None:
+            raise AssertionError(f"{conn!r} resolved twice ({conn.outcome}, then {outcome})")
+        conn.outcome = outcome
+        del self.live[conn.id]
+        in_window = conn.started_at >= self.window_start
+        if outcome == COMPLETED:
+            if in_window:
+                self.completed += 1
+        else:
+            if in_window:
+                self.timed_out += 1
+            if at >= self.window_start:
+                self.timeouts += 1
+
+    def finish(self) -> None:
+        """At the end of the run: settle every connection still unresolved."""
+        end = self.window_end
+        for conn in list(self.live.values()):
+            if conn.deadline <= end:
+                self.resolve(conn, TIMED_OUT, conn.deadline)
+            elif conn.started_at >= self.window_start:
+                self.in_flight_at_end += 1

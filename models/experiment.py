@@ -1,0 +1,236 @@
+"""One run: a host (CPU, kernel listen path, server) under an httperf load.
+
+:class:`RunConfig` is the whole configuration of a run as frozen, validated
+data; :func:`simulate` builds the model from it, runs it and returns the
+run's result record (the JSON contract of ``acceptsim run``).  Everything a
+sweep varies is a field of :class:`RunConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from models.client import Client, ClientParams
+from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
+from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
+from models.policies import StaticLimit
+from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
+from models.servers.userver import Userver, UserverParams
+from models.workloads import WORKLOADS
+from sim.cpu import KERNEL, Cpu
+from sim.engine import Environment
+from sim.errors import ConfigError
+from sim.params import Params, param
+from sim.results import differences, ratio, summary_ms
+from sim.streams import Streams
+
+SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
+
+
+@dataclass(frozen=True)
+class RunConfig(Params):
+    """Everything that defines one run.  Defaults reproduce the paper's setup."""
+
+    server: str = param("userver", unit="", choices=tuple(SERVERS), doc="server architecture")
+    accept_limit: int = param(
+        1, unit="connections", ge=1, allow_inf=True, doc="accept-limit per accept phase (1..inf)"
+    )
+    workload: str = param("one-packet", unit="", choices=tuple(WORKLOADS), doc="workload")
+    rate_per_s: float = param(
+        20000.0, unit="connections/s", gt=0.0, doc="httperf target rate of new connections"
+    )
+    spacing: str = param(
+        "poisson", unit="", choices=("poisson", "deterministic"), doc="spacing of connection starts"
+    )
+    timeout_s: float = param(10.0, unit="s", gt=0.0, doc="httperf --timeout, per step")
+    duration_s: float = param(20.0, unit="s", gt=0.0, doc="simulated time of the run")
+    warmup_s: float = param(
+        5.0, unit="s", ge=0.0, doc="initial time left out of every measurement"
+    )
+    seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
+    costs: HostCosts = CLUSTER1
+    kernel: KernelProfile = LINUX_24
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.warmup_s >= self.duration_s:
+            raise ConfigError(
+                "warmup_s", self.warmup_s, f"less than duration_s ({self.duration_s:g} s)"
+            )
+        if not isinstance(self.costs, HostCosts):
+            raise ConfigError("costs", self.costs, "a HostCosts parameter set")
+        if not isinstance(self.kernel, KernelProfile):
+            raise ConfigError("kernel", self.kernel, "a KernelProfile")
+
+    @classmethod
+    def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
+        """As :meth:`Params.from_dict`, also taking ``costs``/``kernel`` by name or as tables."""
+        data = dict(data)
+        start = base if base is not None else cls()
+        if "costs" in data:
+            data["costs"] = resolve_costs(data["costs"], start.costs)
+        if "kernel" in data:
+            data["kernel"] = resolve_kernel(data["kernel"], start.kernel)
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in names:
+                raise ConfigError(key, data[key], "unknown key; allowed: " + ", ".join(sorted(names)))
+        return dataclasses.replace(start, **data)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["costs"] = self.costs.to_dict()
+        out["kernel"] = self.kernel.to_dict()
+        return out
+
+
+def resolve_costs(value: Any, base: HostCosts = CLUSTER1) -> HostCosts:
+    if isinstance(value, HostCosts):
+        return value
+    if isinstance(value, str):
+        if value not in PARAMETER_SETS:
+            raise ConfigError("costs", value, "one of " + ", ".join(PARAMETER_SETS))
+        return PARAMETER_SETS[value]
+    if isinstance(value, dict):
+        value = dict(value)
+        named = value.pop("base", None)
+        start = resolve_costs(named) if named is not None else base
+        return HostCosts.from_dict(value, base=start)
+    raise ConfigError("costs", value, "a parameter-set name or a table of costs")
+
+
+def resolve_kernel(value: Any, base: KernelProfile = LINUX_24) -> KernelProfile:
+    if isinstance(value, KernelProfile):
+        return value
+    if isinstance(value, str):
+        if value not in PROFILES:
+            raise ConfigError("kernel", value, "one of " + ", ".join(PROFILES))
+        return PROFILES[value]
+    if isinstance(value, dict):
+        value = dict(value)
+        named = value.pop("name", None)
+        start = resolve_kernel(named) if named is not None else base
+        return KernelProfile.from_dict(value, base=start)
+    raise ConfigError("kernel", value, "a kernel profile name or a table of settings")
+
+
+class Host:
+    """The model of one run, built from a :class:`RunConfig` and not yet run."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.env = env = Environment()
+        self.streams = streams = Streams(config.seed)
+        server_cls, server_params_cls, categories = SERVERS[config.server]
+        self.cpu = Cpu(env, categories)
+        workload_cls, workload_params_cls = WORKLOADS[config.workload]
+        self.workload = workload_cls(workload_params_cls(), streams)
+        client_params = ClientParams(
+            rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s
+        )
+        self.client = Client(env, client_params, config.kernel, self.workload, streams)
+        server_params = server_params_cls()
+        self.listen = ListenSocket(
+            env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
+        )
+        self.client.kernel = self.listen
+        self.policy = StaticLimit(config.accept_limit)
+        self.server = server_cls(
+            env, self.cpu, self.listen, self.client, config.costs, server_params, self.policy
+        )
+        self.client.window_start = config.warmup_s
+        self.client.window_end = config.duration_s
+        self._start: dict[str, Any] = {}
+
+    def _snapshot(self) -> dict[str, Any]:
+        listen = self.listen
+        return {
+            "cpu": self.cpu.usage(),
+            "server": self.server.counters(),
+            "drops": {
+                "syn_q_full": listen.syn_q_full,
+                "accept_q_full": listen.accept_q_full,
+                "drop_request": listen.drop_request,
+                "listen_overflow": listen.listen_overflow,
+            },
+        }
+
+    def run(self) -> dict[str, Any]:
+        config = self.config
+        env = self.env
+        self.client.start()
+        env.call_at(config.warmup_s, lambda _: self._start.update(self._snapshot()))
+        cpu_started = time.process_time()
+        env.run(until=config.duration_s)
+        self.client.finish()
+        cpu_time = time.process_time() - cpu_started
+        return self._result(self._snapshot(), cpu_time)
+
+    def _result(self, end: dict[str, Any], cpu_time: float) -> dict[str, Any]:
+        config = self.config
+        start = self._start
+        window = config.duration_s - config.warmup_s
+        client = self.client
+        server = differences(end["server"], start["server"])
+        drops = differences(end["drops"], start["drops"])
+        drops["total"] = sum(drops.values())
+        used = differences(end["cpu"], start["cpu"])
+        shares = {KERNEL: used.pop(KERNEL) / window}
+        shares.update({k: v / window for k, v in used.items()})
+        idle = 1.0 - sum(shares.values())
+        shares["idle"] = 0.0 if abs(idle) < 1e-9 else idle  # float noise of summed costs
+        has_select = getattr(self.server, "has_select", False)
+        result: dict[str, Any] = {
+            "server": config.server,
+            "accept_limit": config.accept_limit,
+            "workload": config.workload,
+            "target_rate_per_s": config.rate_per_s,
+            "duration_s": config.duration_s,
+            "warmup_s": config.warmup_s,
+            "seed": config.seed,
+            "reply_rate_per_s": client.replies / window,
+            "connection_rate_per_s": client.attempted / window,
+            "accept_rate_per_s": server["accepts"] / window,
+            "accept_phases_per_s": server["accept_phases"] / window,
+            "accepts_per_phase": ratio(server["accepts"], server["accept_phases"]),
+            "drops_per_s": {k: v / window for k, v in drops.items()},
+            "select_calls_per_s": server["select_calls"] / window if has_select else None,
+            "conns_per_work_phase": ratio(server["conns_worked"], server["work_phases"]),
+            "response_time_ms": summary_ms(client.response_times),
+            "open_connections_mean": server["open_area"] / window,
+            "client_timeouts_per_s": client.timeouts / window,
+            "wasted_replies_per_s": client.wasted_replies / window,
+            "cpu_share": shares,
+            "connections": {
+                "attempted": client.attempted,
+                "completed": client.completed,
+                "timed_out": client.timed_out,
+                "in_flight_at_end": client.in_flight_at_end,
+            },
+            "queues": {
+                "accept_queue_max": self.listen.max_accept_len,
+                "accept_queue_capacity": self.listen.backlog + 1,
+                "syn_queue_max": self.listen.max_syn_len,
+                "syn_queue_capacity": self.listen.syn_capacity,
+            },
+            "sim_cpu_time_s": cpu_time,
+            "sim_conns_per_cpu_s": ratio(client._next_id, cpu_time),
+        }
+        return result
+
+
+def simulate(config: RunConfig | None = None, **overrides: Any) -> dict[str, Any]:
+    """Run one configuration and return its result record."""
+    if config is None:
+        config = RunConfig.from_dict(overrides)
+    elif overrides:
+        config = RunConfig.from_dict(overrides, base=config)
+    return Host(config).run()
+
+
+def is_inf(value: float) -> bool:
+    return isinstance(value, float) and math.isinf(value)

@@ -1,0 +1,291 @@
+"""The kernel's listen path: SYN queue, accept queue and their drop rules.
+
+Profile ``linux-2.4`` follows ``tcp_v4_conn_request`` and ``tcp_check_req``
+of Linux 2.4.20, the paper's kernel.  A SYN arriving at the listening socket
+is checked in this order:
+
+1. **SynQFull**: the SYN queue holds ``max_syn_backlog`` requests -> drop
+   (with syncookies on, answer with a cookie instead and keep no state);
+2. **AcceptQFull**: the accept queue is full *and* more than one "young"
+   request (SYN-ACK never retransmitted) is in the SYN queue -> drop;
+3. **DropRequest**: syncookies off and fewer than a quarter of the SYN
+   queue's slots are free -> drop;
+4. otherwise the request is queued and a SYN-ACK sent.
+
+The accept queue is full when it holds *more* than the backlog
+(``len > backlog``), so with SOMAXCONN 128 it holds 129.  A final ACK that
+finds it full is a **ListenOverflow**: the ACK is dropped silently, the
+request stays in the SYN queue marked acked, and every later segment of that
+connection (the client's retransmitted request, its ACKs of retransmitted
+SYN-ACKs) retries the move into the accept queue.  The SYN-ACK timer
+retransmits after 3 s, doubling, ``synack_retries`` times, then drops the
+request; a SYN-ACK that reaches a client whose socket is gone draws a RST,
+which removes the request.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from models.connection import ACCEPTED, CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
+from sim.params import Params, param
+
+if TYPE_CHECKING:
+    from models.client import Client
+    from models.costs import HostCosts
+    from sim.cpu import Cpu
+    from sim.engine import Environment
+
+
+@dataclass(frozen=True)
+class KernelProfile(Params):
+    """TCP listen-path behaviour of one kernel version."""
+
+    _prefix = "kernel."
+
+    name: str = param("linux-2.4", unit="", doc="profile name")
+    somaxconn: int = param(128, unit="connections", ge=1, doc="cap on the listen() backlog")
+    max_syn_backlog: int = param(
+        1024, unit="requests", ge=1, doc="tcp_max_syn_backlog: SYN queue capacity"
+    )
+    syn_queue_is_backlog: bool = param(
+        False, unit="", doc="SYN queue capacity is the listen backlog (modern kernels)"
+    )
+    syncookies: bool = param(False, unit="", doc="answer SYNs with cookies when the SYN queue is full")
+    young_rule: bool = param(
+        True,
+        unit="",
+        doc="drop a SYN on a full accept queue only if more than one young request is queued "
+        "(2.4); otherwise drop whenever the accept queue is full",
+    )
+    drop_request_fraction: float = param(
+        0.25,
+        unit="fraction",
+        ge=0.0,
+        le=1.0,
+        doc="without syncookies, drop a SYN when free SYN-queue slots are fewer than this "
+        "fraction of max_syn_backlog",
+    )
+    syn_rto_s: float = param(3.0, unit="s", gt=0.0, doc="client's initial SYN retransmission timeout")
+    syn_retries: int = param(5, unit="retransmissions", ge=0, doc="client SYN retransmissions")
+    synack_rto_s: float = param(3.0, unit="s", gt=0.0, doc="server's initial SYN-ACK timeout")
+    synack_retries: int = param(5, unit="retransmissions", ge=0, doc="tcp_synack_retries")
+    data_rto_min_s: float = param(
+        0.2, unit="s", gt=0.0, doc="minimum data retransmission timeout (LAN RTTs give this)"
+    )
+    rto_max_s: float = param(120.0, unit="s", gt=0.0, doc="TCP_RTO_MAX")
+    retries2: int = param(
+        15, unit="retransmissions", ge=0, doc="tcp_retries2: data retransmissions of a live socket"
+    )
+    orphan_retries: int = param(
+        8,
+        unit="retransmissions",
+        ge=0,
+        doc="retransmissions after which a closed (orphaned) client socket is destroyed",
+    )
+
+    def syn_queue_capacity(self, backlog: int) -> int:
+        return backlog if self.syn_queue_is_backlog else self.max_syn_backlog
+
+
+LINUX_24 = KernelProfile()
+LINUX_MODERN = KernelProfile(
+    name="linux-modern",
+    somaxconn=4096,
+    syn_queue_is_backlog=True,
+    syncookies=True,
+    young_rule=False,
+    syn_rto_s=1.0,
+    synack_rto_s=1.0,
+)
+PROFILES: dict[str, KernelProfile] = {p.name: p for p in (LINUX_24, LINUX_MODERN)}
+
+
+class Application(Protocol):
+    """What the listen path tells the server application."""
+
+    def accept_ready(self) -> None:
+        """The accept queue went from empty to non-empty."""
+
+    def readable(self, conn: Connection) -> None:
+        """Data or end-of-file arrived on an accepted connection."""
+
+
+class ListenSocket:
+    """A listening socket on the server host, with its two queues."""
+
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        costs: HostCosts,
+        profile: KernelProfile,
+        backlog: int,
+        client: Client,
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.costs = costs
+        self.profile = profile
+        self.backlog = min(backlog, profile.somaxconn)
+        self.client = client
+        self.app: Application | None = None
+        self.syn_capacity = profile.syn_queue_capacity(self.backlog)
+        self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
+        self.accept_queue: deque[Connection] = deque()
+        self.syn_len = 0  # open requests in the SYN queue
+        self.syn_young = 0  # of which young
+        # counters (cumulative; the run takes differences over its window)
+        self.syn_q_full = 0
+        self.accept_q_full = 0
+        self.drop_request = 0
+        self.listen_overflow = 0
+        self.cookies_sent = 0
+        self.requests_expired = 0
+        self.requests_reset = 0
+        self.established = 0
+        self.max_accept_len = 0
+        self.max_syn_len = 0
+
+    # -- arrivals from the network ------------------------------------------
+    def syn(self, conn: Connection) -> None:
+        """A SYN (first or retransmitted) arrives."""
+        costs = self.costs
+        profile = self.profile
+        full_accept = len(self.accept_queue) > self.backlog
+        cookie = False
+        if self.syn_len >= self.syn_capacity:
+            if not profile.syncookies:
+                self.syn_q_full += 1
+                return self._drop_syn(conn)
+            cookie = True
+        if full_accept and (self.syn_young > 1 or not profile.young_rule):
+            self.accept_q_full += 1
+            return self._drop_syn(conn)
+        if (
+            not cookie
+            and not profile.syncookies
+            and profile.max_syn_backlog - self.syn_len < self._drop_request_free
+        ):
+            self.drop_request += 1
+            return self._drop_syn(conn)
+        self.cpu.interrupt(costs.rx_segment_s + costs.syn_queue_s)
+        conn.state = SYN_RECV
+        conn.synq_at = self.env._now
+        if cookie:
+            self.cookies_sent += 1
+        else:
+            conn.young = True
+            self.syn_len += 1
+            self.syn_young += 1
+            if self.syn_len > self.max_syn_len:
+                self.max_syn_len = self.syn_len
+        conn.cookie = cookie  # a cookie request keeps no state on the server
+        self.client.syn_ack(conn)
+
+    def _drop_syn(self, conn: Connection) -> None:
+        self.cpu.interrupt(self.costs.rx_segment_s)
+        conn.state = SYN_SENT
+        self.client.syn_dropped(conn)
+
+    def handshake_ack(self, conn: Connection) -> None:
+        """The client's final ACK arrives, with its first request right behind it."""
+        self.cpu.interrupt(2 * self.costs.rx_segment_s)
+        if conn.state == SYN_RECV:
+            self._move_to_accept_queue(conn)
+
+    def retransmitted_segment(self, conn: Connection) -> None:
+        """A retransmission of the client's request (after a ListenOverflow)."""
+        self.cpu.interrupt(self.costs.rx_segment_s)
+        if conn.state == SYN_RECV:
+            self._move_to_accept_queue(conn)
+
+    def _move_to_accept_queue(self, conn: Connection) -> None:
+        if len(self.accept_queue) > self.backlog:
+            self.listen_overflow += 1
+            if not conn.acked:
+                conn.acked = True
+                if not conn.cookie:  # a real open request: arm the SYN-ACK timer
+                    self.env.call_at(
+                        conn.synq_at + self.profile.synack_rto_s, self._synack_timer, conn
+                    )
+                self.client.request_unacknowledged(conn)
+            return
+        self.cpu.interrupt(self.costs.child_socket_s)
+        if not conn.cookie:
+            self._unlink_request(conn)
+        conn.state = ESTABLISHED
+        conn.pending += 1
+        self.established += 1
+        queue = self.accept_queue
+        queue.append(conn)
+        if len(queue) > self.max_accept_len:
+            self.max_accept_len = len(queue)
+        if len(queue) == 1 and self.app is not None:
+            self.app.accept_ready()
+
+    def _unlink_request(self, conn: Connection) -> None:
+        self.syn_len -= 1
+        if conn.young:
+            conn.young = False
+            self.syn_young -= 1
+
+    def _synack_timer(self, event: object) -> None:
+        """The SYN-ACK retransmission timer of an acked (overflowed) request."""
+        conn: Connection = event.value  # type: ignore[attr-defined]
+        if conn.state != SYN_RECV:
+            return
+        profile = self.profile
+        costs = self.costs
+        if conn.synack_rtx >= profile.synack_retries:
+            self.requests_expired += 1
+            self._unlink_request(conn)
+            conn.state = CLOSED
+            return
+        conn.synack_rtx += 1
+        if conn.young:
+            conn.young = False
+            self.syn_young -= 1
+        # SYN-ACK out and the client's answer back (one LAN round trip, folded
+        # into this instant)
+        self.cpu.interrupt(costs.tx_segment_s + costs.rx_segment_s)
+        if conn.client_dead:
+            self.requests_reset += 1
+            self._unlink_request(conn)
+            conn.state = CLOSED
+            return
+        self._move_to_accept_queue(conn)
+        if conn.state == SYN_RECV:
+            backoff = min(profile.synack_rto_s * 2**conn.synack_rtx, profile.rto_max_s)
+            self.env.call_in(backoff, self._synack_timer, conn)
+
+    def fin(self, conn: Connection) -> None:
+        """The client's FIN arrives (it read its reply, or it timed out)."""
+        self.cpu.interrupt(self.costs.rx_segment_s + self.costs.tx_segment_s)
+        self.mark_eof(conn)
+
+    def mark_eof(self, conn: Connection) -> None:
+        if conn.eof:
+            return
+        conn.eof = True
+        if conn.state == ACCEPTED and self.app is not None:
+            self.app.readable(conn)
+
+    def request_arrives(self, conn: Connection) -> None:
+        """A further request on a persistent connection arrives."""
+        self.cpu.interrupt(self.costs.rx_segment_s)
+        conn.pending += 1
+        if conn.state == ACCEPTED and self.app is not None:
+            self.app.readable(conn)
+
+    # -- the server's side ------------------------------------------------------
+    def accept(self) -> Connection | None:
+        """accept(): the oldest established connection, or None (EAGAIN)."""
+        if not self.accept_queue:
+            return None
+        conn = self.accept_queue.popleft()
+        conn.state = ACCEPTED
+        self.client.check_client_gone(conn)
+        return conn

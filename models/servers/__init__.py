@@ -1,0 +1,1 @@
+"""Server architectures.  Each module reads like the paper's description of that server."""

@@ -1,0 +1,176 @@
+"""The userver: a single-process, event-driven, select()-based web server.
+
+It repeats three phases (the paper, section 3):
+
+1. **getevents**: ``select()`` over the listening socket and every open
+   connection.  On Linux 2.4 select registers on and polls every socket's
+   wait queue, so it costs a fixed part plus a part per descriptor.  If
+   nothing is ready it sleeps, and scans again when woken.
+2. **accept**: entered only if select reported the listening socket ready;
+   accept up to the accept-limit connections, stopping early when the queue
+   is empty (the failing accept costs too).
+3. **work**: serve each connection select reported ready: read, parse and
+   reply to a request, or read end-of-file and close.  Connections accepted
+   in the phase just before are *not* served until a later select reports
+   them.
+
+Chandra and Mosberger's "multi-accept" select server is this model with
+accept-limit inf; their plain select server is accept-limit 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from models.connection import CLOSED, Connection
+from models.policies import AcceptPolicy
+from sim.cpu import BLOCK, Cpu
+from sim.params import Params, param
+
+if TYPE_CHECKING:
+    from models.client import Client
+    from models.costs import HostCosts
+    from models.kernel import ListenSocket
+    from sim.engine import Environment
+
+GETEVENTS = "getevents"
+ACCEPT = "accept"
+WORK = "work"
+CATEGORIES = (GETEVENTS, ACCEPT, WORK)
+
+
+@dataclass(frozen=True)
+class UserverParams(Params):
+    _prefix = "server."
+
+    max_connections: int = param(
+        15000, unit="connections", ge=1, doc="most connections the server holds open at once"
+    )
+    backlog: int = param(128, unit="connections", ge=1, doc="listen() backlog the server asks for")
+
+
+class Userver:
+    """The event-driven userver; runs as the task of the host's CPU."""
+
+    name = "userver"
+    has_select = True
+
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        listen: ListenSocket,
+        client: Client,
+        costs: HostCosts,
+        params: UserverParams,
+        policy: AcceptPolicy,
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.listen = listen
+        self.client = client
+        self.costs = costs
+        self.params = params
+        self.policy = policy
+        self.ready: list[Connection] = []  # readable connections, in the order they became so
+        self.open = 0
+        # counters (cumulative)
+        self.select_calls = 0
+        self.accept_phases = 0
+        self.accepts = 0
+        self.work_phases = 0
+        self.conns_worked = 0
+        self._open_area = 0.0  # integral of open connections over time
+        self._open_since = env.now
+        listen.app = self
+        cpu.start(self.run())
+
+    # -- what the kernel tells the server ---------------------------------------------
+    def accept_ready(self) -> None:
+        if self.cpu.blocked:
+            self.cpu.wake()
+
+    def readable(self, conn: Connection) -> None:
+        if not conn.ready:
+            conn.ready = True
+            self.ready.append(conn)
+            if self.cpu.blocked:
+                self.cpu.wake()
+
+    # -- the server loop ----------------------------------------------------------------
+    def listen_ready(self) -> bool:
+        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
+
+    def select_cost(self) -> float:
+        return self.costs.select_base_s + self.costs.select_per_fd_s * (self.open + 1)
+
+    def run(self):  # type: ignore[no-untyped-def]
+        costs = self.costs
+        listen = self.listen
+        while True:
+            # 1. getevents
+            yield GETEVENTS, self.select_cost()
+            while not self.ready and not self.listen_ready():
+                yield BLOCK
+                yield GETEVENTS, self.select_cost()
+            self.select_calls += 1
+            ready, self.ready = self.ready, []
+            # 2. accept
+            if self.listen_ready():
+                limit = self.policy.accept_limit(self)
+                accepted = 0
+                while accepted < limit and self.open < self.params.max_connections:
+                    conn = listen.accept()
+                    if conn is None:
+                        yield ACCEPT, costs.accept_empty_s
+                        break
+                    yield ACCEPT, costs.accept_s
+                    accepted += 1
+                    self._opened(conn)
+                self.accept_phases += 1
+                self.accepts += accepted
+            # 3. work
+            if ready:
+                for conn in ready:
+                    conn.ready = False
+                    if conn.pending:
+                        self.client.check_client_gone(conn)
+                        conn.pending -= 1
+                        yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
+                        self.client.reply(conn)
+                        if conn.pending or conn.eof:
+                            self.readable(conn)
+                    elif conn.eof:
+                        yield WORK, costs.close_s
+                        self._closed(conn)
+                self.work_phases += 1
+                self.conns_worked += len(ready)
+
+    def _opened(self, conn: Connection) -> None:
+        self._account_open()
+        self.open += 1
+        if conn.pending or conn.eof:
+            self.readable(conn)
+
+    def _closed(self, conn: Connection) -> None:
+        self._account_open()
+        self.open -= 1
+        conn.state = CLOSED
+
+    def _account_open(self) -> None:
+        now = self.env.now
+        self._open_area += self.open * (now - self._open_since)
+        self._open_since = now
+
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters; the run takes differences over its window."""
+        self._account_open()
+        return {
+            "select_calls": self.select_calls,
+            "accept_phases": self.accept_phases,
+            "accepts": self.accepts,
+            "work_phases": self.work_phases,
+            "conns_worked": self.conns_worked,
+            "open_area": self._open_area,
+        }

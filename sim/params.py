@@ -1,0 +1,160 @@
+"""Parameters as validated, frozen, unit-named data.
+
+A parameter set is a frozen dataclass whose fields are declared with
+:func:`param`: every field carries its unit, a one-line description, its
+allowed range and (for calibrated values) what it was fitted to.  Values are
+checked when the object is built, so a bad value is reported before any
+simulation starts, and :meth:`Params.from_dict` rejects unknown keys the way
+desmod's ``apply_user_config`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any, Self
+
+from sim.errors import ConfigError
+
+INF = math.inf
+
+
+def param(
+    default: Any,
+    *,
+    unit: str,
+    doc: str,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    allow_inf: bool = False,
+    fitted: str | None = None,
+) -> Any:
+    """Declare a parameter field with its unit, meaning and allowed values."""
+    meta = {
+        "unit": unit,
+        "doc": doc,
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "choices": choices,
+        "allow_inf": allow_inf,
+        "fitted": fitted,
+    }
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _allowed_text(meta: Mapping[str, Any], kind: type) -> str:
+    if meta["choices"] is not None:
+        return "one of " + ", ".join(repr(c) for c in meta["choices"])
+    parts = [{bool: "true or false", int: "an integer", float: "a number", str: "a string"}[kind]]
+    if meta["ge"] is not None:
+        parts.append(f">= {meta['ge']:g}")
+    if meta["gt"] is not None:
+        parts.append(f"> {meta['gt']:g}")
+    if meta["le"] is not None:
+        parts.append(f"<= {meta['le']:g}")
+    if meta["allow_inf"]:
+        parts.append("or inf")
+    unit = meta["unit"]
+    return " ".join(parts) + (f" ({unit})" if unit else "")
+
+
+def check_value(name: str, value: Any, default: Any, meta: Mapping[str, Any]) -> Any:
+    """Validate one value against a field's declaration; return it (ints widen to float)."""
+    kind = type(default)
+    allowed = _allowed_text(meta, kind)
+    if meta["allow_inf"] and isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+        value = INF
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(name, value, allowed)
+    elif kind is int and not meta["allow_inf"]:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(name, value, allowed)
+    elif kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(name, value, allowed)
+        if math.isnan(value):
+            raise ConfigError(name, value, allowed)
+        if math.isinf(value) and not (meta["allow_inf"] and value > 0):
+            raise ConfigError(name, value, allowed)
+        if kind is int and not math.isinf(value) and value != int(value):
+            raise ConfigError(name, value, allowed)
+        if kind is float:
+            value = float(value)
+        elif not math.isinf(value):
+            value = int(value)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(name, value, allowed)
+    if meta["choices"] is not None and value not in meta["choices"]:
+        raise ConfigError(name, value, allowed)
+    if kind in (int, float) and not isinstance(value, bool):
+        if meta["ge"] is not None and not value >= meta["ge"]:
+            raise ConfigError(name, value, allowed)
+        if meta["gt"] is not None and not value > meta["gt"]:
+            raise ConfigError(name, value, allowed)
+        if meta["le"] is not None and not value <= meta["le"]:
+            raise ConfigError(name, value, allowed)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """Base of every parameter set: checks each field on construction."""
+
+    #: prefix used in error messages (e.g. ``costs.`` for a cost set)
+    _prefix = ""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if not f.metadata:
+                continue
+            value = getattr(self, f.name)
+            checked = check_value(self._prefix + f.name, value, f.default, f.metadata)
+            if checked is not value:
+                object.__setattr__(self, f.name, checked)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], base: Self | None = None) -> Self:
+        """Build from a mapping, starting from ``base`` (or the defaults).
+
+        Unknown keys are an error that lists the allowed ones.
+        """
+        names = [f.name for f in dataclasses.fields(cls) if f.metadata]
+        for key in data:
+            if key not in names:
+                raise ConfigError(
+                    cls._prefix + str(key), data[key], "unknown key; allowed: " + ", ".join(names)
+                )
+        start = base if base is not None else cls()
+        return dataclasses.replace(start, **dict(data))
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with some fields changed (validated again)."""
+        return self.from_dict(changes, base=self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata}
+
+    @classmethod
+    def describe(cls) -> list[dict[str, Any]]:
+        """One row per parameter: name, default, unit, meaning, range, fitted-to."""
+        rows = []
+        for f in dataclasses.fields(cls):
+            if not f.metadata:
+                continue
+            rows.append(
+                {
+                    "name": f.name,
+                    "default": f.default,
+                    "unit": f.metadata["unit"],
+                    "doc": f.metadata["doc"],
+                    "allowed": _allowed_text(f.metadata, type(f.default)),
+                    "fitted": f.metadata["fitted"],
+                }
+            )
+        return rows

@@ -1,0 +1,95 @@
+"""Declarative experiments: a TOML file names a base configuration and a sweep.
+
+A scenario file has no logic::
+
+    name = "userver-one-packet"
+    title = "userver, one-packet workload: reply rate against target rate"
+    [base]            # fields of the run configuration shared by every point
+    server = "userver"
+    [sweep]           # factorial expansion: every combination of these lists
+    accept_limit = [1, 10, "inf"]
+    rate_per_s = [10000, 15000, 20000]
+    [plot]            # what the figure shows
+    x = "rate_per_s"
+    y = ["reply_rate_per_s", "drops_per_s.total"]
+    series = "accept_limit"
+    [[expect]]        # published numbers to put beside the simulator's
+    ...
+
+The engine only expands and validates the shape; the domain (models/) says
+which keys a run configuration accepts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.errors import ConfigError
+
+_KEYS = {"name", "title", "description", "figure", "base", "sweep", "plot", "expect"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    base: dict[str, Any]
+    sweep: dict[str, list[Any]]
+    plot: dict[str, Any] = field(default_factory=dict)
+    expect: list[dict[str, Any]] = field(default_factory=list)
+    description: str = ""
+    figure: str = ""
+    path: Path | None = None
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every configuration of the sweep, as ``base`` updated by one combination."""
+        return expand(self.base, self.sweep)
+
+    def with_overrides(self, **base: Any) -> Scenario:
+        """The same scenario with some base fields changed (e.g. a shorter duration)."""
+        merged = dict(self.base)
+        merged.update(base)
+        return Scenario(**{**self.__dict__, "base": merged})
+
+
+def expand(base: dict[str, Any], sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Factorial expansion, in the order the sweep lists its keys and values."""
+    keys = list(sweep)
+    out = []
+    for combo in itertools.product(*(sweep[k] for k in keys)):
+        point = dict(base)
+        point.update(zip(keys, combo, strict=True))
+        out.append(point)
+    return out
+
+
+def load(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError("scenario", str(path), "an existing scenario file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("scenario", str(path), f"valid TOML ({exc})") from None
+    for key in data:
+        if key not in _KEYS:
+            raise ConfigError(f"{path.name}: {key}", data[key], "one of " + ", ".join(sorted(_KEYS)))
+    sweep = data.get("sweep", {})
+    for key, values in sweep.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{path.name}: sweep.{key}", values, "a non-empty list")
+    return Scenario(
+        name=data.get("name", path.stem),
+        title=data.get("title", path.stem),
+        base=data.get("base", {}),
+        sweep=sweep,
+        plot=data.get("plot", {}),
+        expect=data.get("expect", []),
+        description=data.get("description", ""),
+        figure=data.get("figure", ""),
+        path=path,
+    )
