@@ -1,0 +1,93 @@
+"""The engine: the CPU shares time between interrupt work and one task exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim import BLOCK, Cpu, Environment
+
+
+def test_burst_ends_after_its_cost_when_nothing_interrupts() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    ends = []
+
+    def task():
+        yield "work", 0.25
+        ends.append(env.now)
+        yield "work", 0.5
+        ends.append(env.now)
+
+    cpu.start(task())
+    env.run(until=10)
+    assert ends == [0.25, 0.75]
+    assert cpu.usage()["work"] == pytest.approx(0.75)
+
+
+def test_kernel_work_preempts_a_burst_and_delays_it_by_its_cost() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    ends = []
+
+    def task():
+        yield "work", 1.0
+        ends.append(env.now)
+
+    cpu.start(task())
+    for at in (0.2, 0.4, 0.4):
+        env.call_at(at, lambda _: cpu.interrupt(0.1))
+    env.run(until=10)
+    assert ends == [pytest.approx(1.3)]
+    used = cpu.usage()
+    assert used["kernel"] == pytest.approx(0.3)
+    assert used["work"] == pytest.approx(1.0)
+
+
+def test_a_woken_task_waits_for_the_kernel_backlog() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    log = []
+
+    def task():
+        yield BLOCK
+        log.append(("woke", env.now))
+        yield "work", 0.5
+        log.append(("done", env.now))
+
+    cpu.start(task())
+
+    def packet(_):
+        cpu.interrupt(0.25)
+        cpu.wake()
+
+    env.call_at(1.0, packet)
+    env.run(until=5)
+    assert log == [("woke", 1.25), ("done", 1.75)]
+
+
+def test_usage_partitions_time_at_any_instant() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["a", "b"])
+
+    def task():
+        while True:
+            yield "a", 0.3
+            yield "b", 0.2
+
+    cpu.start(task())
+    for i in range(10):
+        env.call_at(0.05 + i * 0.17, lambda _: cpu.interrupt(0.04))
+    seen = []
+    env.call_at(1.234, lambda _: seen.append(cpu.usage()))
+    env.run(until=3)
+    assert sum(seen[0].values()) == pytest.approx(1.234)
+    assert sum(cpu.usage().values()) == pytest.approx(3.0)
+
+
+def test_events_at_the_same_instant_run_in_scheduling_order() -> None:
+    env = Environment()
+    order = []
+    for i in range(5):
+        env.call_at(1.0, lambda ev: order.append(ev.value), i)
+    env.run(until=2)
+    assert order == [0, 1, 2, 3, 4]

@@ -1,0 +1,95 @@
+"""Invariants of whole runs, across the configuration space (hypothesis)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models import RunConfig, simulate
+
+NONDETERMINISTIC = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
+
+configs = st.builds(
+    RunConfig,
+    accept_limit=st.sampled_from([1, 2, 5, 10, 50, math.inf]),
+    rate_per_s=st.floats(500, 40000),
+    spacing=st.sampled_from(["poisson", "deterministic"]),
+    timeout_s=st.floats(0.3, 10.0),
+    duration_s=st.floats(0.6, 1.5),
+    warmup_s=st.floats(0.0, 0.5),
+    seed=st.integers(0, 2**32),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=configs)
+def test_every_attempted_connection_ends_in_exactly_one_outcome(config: RunConfig) -> None:
+    result = simulate(config)
+    c = result["connections"]
+    assert c["attempted"] == c["completed"] + c["timed_out"] + c["in_flight_at_end"]
+    assert min(c.values()) >= 0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=configs)
+def test_queues_never_exceed_capacity_and_cpu_shares_partition_time(config: RunConfig) -> None:
+    result = simulate(config)
+    q = result["queues"]
+    assert q["accept_queue_max"] <= q["accept_queue_capacity"] == 129
+    assert q["syn_queue_max"] <= q["syn_queue_capacity"] == 1024
+    shares = result["cpu_share"]
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-9)
+    assert all(-1e-9 <= v <= 1 + 1e-9 for v in shares.values())
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=configs)
+def test_equation_1_holds_by_construction_of_the_counters(config: RunConfig) -> None:
+    r = simulate(config)
+    if r["accept_phases_per_s"] == 0:
+        assert r["accept_rate_per_s"] == 0
+    else:
+        assert r["accept_rate_per_s"] == pytest.approx(
+            r["accept_phases_per_s"] * r["accepts_per_phase"], rel=1e-12
+        )
+        assert r["accepts_per_phase"] <= config.accept_limit + 0  # never above the limit
+
+
+def _deterministic(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in NONDETERMINISTIC}
+
+
+def test_the_same_seed_gives_an_identical_result(short_config: RunConfig) -> None:
+    assert _deterministic(simulate(short_config)) == _deterministic(simulate(short_config))
+
+
+def test_another_seed_gives_another_result(short_config: RunConfig) -> None:
+    other = simulate(short_config, seed=short_config.seed + 1)
+    assert other["connections"] != simulate(short_config)["connections"]
+
+
+def test_policies_compared_under_one_seed_see_the_same_arrivals(short_config: RunConfig) -> None:
+    one = simulate(short_config, accept_limit=1)
+    inf = simulate(short_config, accept_limit=math.inf)
+    assert one["connections"]["attempted"] == inf["connections"]["attempted"]
+
+
+def test_deterministic_spacing_starts_exactly_rate_times_window_connections() -> None:
+    r = simulate(rate_per_s=1000, spacing="deterministic", duration_s=2.0, warmup_s=1.0)
+    assert r["connections"]["attempted"] in (1000, 1001)
+
+
+def test_light_load_completes_every_connection_without_drops() -> None:
+    r = simulate(rate_per_s=2000, duration_s=2.0, warmup_s=0.5)
+    assert r["drops_per_s"]["total"] == 0
+    assert r["connections"]["timed_out"] == 0
+    assert r["reply_rate_per_s"] == pytest.approx(2000, rel=0.1)
+
+
+def test_timeouts_appear_when_the_server_is_overloaded_long_enough() -> None:
+    r = simulate(rate_per_s=40000, duration_s=4.0, warmup_s=0.5, timeout_s=1.0)
+    assert r["client_timeouts_per_s"] > 0
+    assert r["drops_per_s"]["total"] > 0

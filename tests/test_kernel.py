@@ -1,0 +1,163 @@
+"""The listen path's drop rules, exercised one by one with hand-built packet sequences."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.connection import CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
+from models.costs import CLUSTER1
+from models.kernel import LINUX_24, LINUX_MODERN, KernelProfile, ListenSocket
+from sim import Cpu, Environment
+
+
+class RecordingClient:
+    """Stands in for the client machines: records what the server host sends them."""
+
+    def __init__(self) -> None:
+        self.synacks: list[int] = []
+        self.dropped: list[int] = []
+        self.unacked: list[int] = []
+
+    def syn_ack(self, conn: Connection) -> None:
+        self.synacks.append(conn.id)
+
+    def syn_dropped(self, conn: Connection) -> None:
+        self.dropped.append(conn.id)
+
+    def request_unacknowledged(self, conn: Connection) -> None:
+        self.unacked.append(conn.id)
+
+    def check_client_gone(self, conn: Connection) -> None:
+        pass
+
+
+class Host:
+    def __init__(self, profile: KernelProfile = LINUX_24, backlog: int = 128) -> None:
+        self.env = Environment()
+        self.cpu = Cpu(self.env, ["work"])
+        self.client = RecordingClient()
+        self.listen = ListenSocket(self.env, self.cpu, CLUSTER1, profile, backlog, self.client)
+        self._ids = 0
+
+    def syn(self) -> Connection:
+        conn = Connection(self._ids, self.env.now, self.env.now + 10)
+        self._ids += 1
+        self.listen.syn(conn)
+        return conn
+
+    def handshake(self) -> Connection:
+        conn = self.syn()
+        self.listen.handshake_ack(conn)
+        return conn
+
+
+def test_accept_queue_holds_one_more_than_the_backlog() -> None:
+    host = Host(backlog=4)
+    conns = [host.handshake() for _ in range(5)]
+    assert [c.state for c in conns] == [ESTABLISHED] * 5
+    assert len(host.listen.accept_queue) == 5
+    extra = host.handshake()
+    assert extra.state == SYN_RECV and extra.acked
+    assert host.listen.listen_overflow == 1
+
+
+def test_listen_overflow_keeps_the_request_and_a_later_segment_moves_it() -> None:
+    host = Host(backlog=1)
+    host.handshake()
+    host.handshake()  # queue now holds 2 = backlog + 1
+    late = host.handshake()
+    assert late.state == SYN_RECV and host.listen.syn_len == 1
+    assert host.client.unacked == [late.id]
+    host.listen.retransmitted_segment(late)  # still full: overflows again
+    assert host.listen.listen_overflow == 2
+    host.listen.accept()
+    host.listen.retransmitted_segment(late)
+    assert late.state == ESTABLISHED and host.listen.syn_len == 0
+
+
+def test_syn_on_full_accept_queue_is_dropped_only_with_more_than_one_young_request() -> None:
+    host = Host(backlog=1)
+    host.handshake()
+    host.handshake()  # accept queue full
+    first = host.syn()  # one young request (this one) is fine: young count was 0
+    assert first.state == SYN_RECV
+    second = host.syn()  # young count 1: still not more than one
+    assert second.state == SYN_RECV
+    third = host.syn()  # young count 2 > 1: AcceptQFull
+    assert third.state == SYN_SENT
+    assert host.listen.accept_q_full == 1
+    assert host.client.dropped == [third.id]
+
+
+def test_without_the_young_rule_a_full_accept_queue_drops_every_syn() -> None:
+    host = Host(LINUX_24.replace(young_rule=False), backlog=1)
+    host.handshake()
+    host.handshake()
+    assert host.syn().state == SYN_SENT
+    assert host.listen.accept_q_full == 1
+
+
+def test_drop_request_above_three_quarters_of_the_syn_queue() -> None:
+    host = Host(LINUX_24.replace(max_syn_backlog=8))
+    queued = [host.syn() for _ in range(6)]  # free 8-6=2, not < 2
+    assert all(c.state == SYN_RECV for c in queued)
+    seventh = host.syn()
+    assert seventh.state == SYN_RECV  # queued with 6 in the queue: free 2 >= 2
+    eighth = host.syn()  # free 8-7 = 1 < 2: DropRequest
+    assert eighth.state == SYN_SENT
+    assert host.listen.drop_request == 1
+    assert host.listen.syn_len == 7
+
+
+def test_syn_queue_full_is_checked_first() -> None:
+    host = Host(LINUX_24.replace(max_syn_backlog=4, drop_request_fraction=0.0))
+    for _ in range(4):
+        host.syn()
+    host.syn()
+    assert host.listen.syn_q_full == 1 and host.listen.drop_request == 0
+    assert host.listen.syn_len == 4
+
+
+def test_syncookies_answer_a_full_syn_queue_without_keeping_state() -> None:
+    host = Host(LINUX_MODERN, backlog=2)
+    for _ in range(2):
+        host.syn()
+    cookie = host.syn()
+    assert cookie.state == SYN_RECV and cookie.cookie
+    assert host.listen.cookies_sent == 1 and host.listen.syn_len == 2
+    host.listen.handshake_ack(cookie)
+    assert cookie.state == ESTABLISHED and host.listen.syn_len == 2
+
+
+def test_synack_timer_ages_young_requests_then_expires_them() -> None:
+    host = Host(backlog=1)
+    host.handshake()
+    host.handshake()
+    stuck = host.handshake()
+    assert host.listen.syn_young == 1
+    host.env.run(until=3.5)  # first SYN-ACK retransmission at 3 s
+    assert stuck.synack_rtx == 1 and not stuck.young and host.listen.syn_young == 0
+    host.env.run(until=1000)
+    assert stuck.state == CLOSED
+    assert stuck.synack_rtx == LINUX_24.synack_retries
+    assert host.listen.requests_expired == 1 and host.listen.syn_len == 0
+
+
+def test_synack_to_a_client_whose_socket_is_gone_draws_a_reset() -> None:
+    host = Host(backlog=1)
+    host.handshake()
+    host.handshake()
+    stuck = host.handshake()
+    stuck.client_dead = True
+    host.env.run(until=3.5)
+    assert stuck.state == CLOSED and host.listen.requests_reset == 1
+
+
+@pytest.mark.parametrize("profile", [LINUX_24, LINUX_MODERN])
+def test_dropped_packets_still_cost_kernel_time(profile: KernelProfile) -> None:
+    host = Host(profile.replace(young_rule=False), backlog=1)
+    host.handshake()
+    host.handshake()
+    before = host.cpu.kernel_time
+    host.syn()
+    assert host.cpu.kernel_time - before == pytest.approx(CLUSTER1.rx_segment_s)
