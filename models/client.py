@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from models.connection import CLOSED, SYN_RECV, Connection
 from models.workloads import Workload
 from sim.params import Params, param
@@ -60,6 +62,9 @@ class ClientParams(Params):
     rtt_s: float = param(
         100e-6, unit="s", gt=0.0, doc="round-trip time of the client-server LAN (gigabit, sub-ms)"
     )
+    reply_rate_sample_s: float = param(
+        5.0, unit="s", gt=0.0, doc="httperf's reply-rate sampling interval (min/avg/max/stddev)"
+    )
 
 
 COMPLETED = "completed"
@@ -84,6 +89,8 @@ class Client:
         self.kernel: ListenSocket | None = None
         self.owd = params.rtt_s / 2
         self.rtt = params.rtt_s
+        #: segments that answer a segment just received come back one round trip later
+        self._lan = env.delay_line(params.rtt_s)
         self.timeout = params.timeout_s
         mean_gap = 1.0 / params.rate_per_s
         if params.spacing == "poisson":
@@ -103,6 +110,9 @@ class Client:
         self.replies = 0  # replies received in the window
         self.timeouts = 0  # client timeouts whose instant lies in the window
         self.response_times: list[float] = []  # request sent -> reply received, in window
+        self.requests = 0  # requests sent in the window
+        self.reply_samples: dict[int, int] = {}  # replies per httperf sample interval
+        self._sample_s = params.reply_rate_sample_s
         self.wasted_replies = 0  # replies the server sent to a client that had gone
         self.syn_retransmits = 0
         self.data_retransmits = 0
@@ -111,7 +121,7 @@ class Client:
     def start(self) -> None:
         self.env.call_in(self._gap() + self.owd, self._arrival)
 
-    def _arrival(self, event: object) -> None:
+    def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server."""
         env = self.env
         env.call_in(self._gap(), self._arrival)
@@ -137,8 +147,8 @@ class Client:
         self.syn_retransmits += 1
         self.env.call_at(next_send + self.owd, self._syn_retransmit, conn)
 
-    def _syn_retransmit(self, event: object) -> None:
-        self.kernel.syn(event.value)  # type: ignore[attr-defined, union-attr]
+    def _syn_retransmit(self, conn: Connection) -> None:
+        self.kernel.syn(conn)  # type: ignore[union-attr]
 
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
@@ -148,18 +158,16 @@ class Client:
         conn.reply_bytes = self.workload.reply_bytes()
         conn.request_sent_at = connected
         conn.deadline = connected + self.timeout
-        env.call_in(self.rtt, self._handshake_ack, conn)
-
-    def _handshake_ack(self, event: object) -> None:
-        self.kernel.handshake_ack(event.value)  # type: ignore[attr-defined, union-attr]
+        if connected >= self.window_start:
+            self.requests += 1
+        self._lan.put(self.kernel.handshake_ack, conn)  # type: ignore[union-attr]
 
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK overflowed: the request segment will be retransmitted."""
         at = conn.request_sent_at + self.profile.data_rto_min_s + self.owd
         self.env.call_at(max(at, self.env._now), self._data_retransmit, conn)
 
-    def _data_retransmit(self, event: object) -> None:
-        conn: Connection = event.value  # type: ignore[attr-defined]
+    def _data_retransmit(self, conn: Connection) -> None:
         if conn.state != SYN_RECV:  # acknowledged, reset or expired
             return
         profile = self.profile
@@ -205,21 +213,21 @@ class Client:
         if self.window_start <= received <= self.window_end:
             self.replies += 1
             self.response_times.append(received - conn.request_sent_at)
+            k = int((received - self.window_start) // self._sample_s)
+            self.reply_samples[k] = self.reply_samples.get(k, 0) + 1
         if conn.requests_left > 0:
             conn.requests_left -= 1
             conn.reply_bytes = self.workload.reply_bytes()
             conn.request_sent_at = received
             conn.deadline = received + self.timeout
-            env.call_in(self.rtt, self._next_request, conn)
+            if received >= self.window_start:
+                self.requests += 1
+            self._lan.put(self.kernel.request_arrives, conn)  # type: ignore[union-attr]
             return
         self.resolve(conn, COMPLETED, received)
-        env.call_in(self.rtt, self._fin, conn)
+        self._lan.put(self._fin, conn)
 
-    def _next_request(self, event: object) -> None:
-        self.kernel.request_arrives(event.value)  # type: ignore[attr-defined, union-attr]
-
-    def _fin(self, event: object) -> None:
-        conn: Connection = event.value  # type: ignore[attr-defined]
+    def _fin(self, conn: Connection) -> None:
         if conn.state != CLOSED:
             self.kernel.fin(conn)  # type: ignore[union-attr]
 
@@ -241,6 +249,39 @@ class Client:
                 self.timed_out += 1
             if at >= self.window_start:
                 self.timeouts += 1
+
+    def httperf_summary(self) -> dict[str, object]:
+        """The window's totals in httperf's own terms."""
+        window = self.window_end - self.window_start
+        n_full = int(window // self._sample_s + 1e-9)
+        rates = [self.reply_samples.get(k, 0) / self._sample_s for k in range(n_full)]
+        if rates:
+            arr = np.asarray(rates)
+            reply_rate = {
+                "min": float(arr.min()),
+                "avg": float(arr.mean()),
+                "max": float(arr.max()),
+                "stddev": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+                "samples": len(arr),
+            }
+        else:
+            reply_rate = {"min": None, "avg": None, "max": None, "stddev": None, "samples": 0}
+        return {
+            "total_connections": self.attempted,
+            "requests": self.requests,
+            "replies": self.replies,
+            "connection_rate_per_s": self.attempted / window,
+            "reply_rate_per_s": reply_rate,
+            "errors": {
+                "total": self.timeouts,
+                "client_timo": self.timeouts,
+                "socket_timo": 0,
+                "connrefused": 0,
+                "connreset": 0,
+                "fd_unavail": 0,
+                "other": 0,
+            },
+        }
 
     def finish(self) -> None:
         """At the end of the run: settle every connection still unresolved."""

@@ -78,7 +78,8 @@ class RunConfig(Params):
         names = {f.name for f in dataclasses.fields(cls)}
         for key in data:
             if key not in names:
-                raise ConfigError(key, data[key], "unknown key; allowed: " + ", ".join(sorted(names)))
+                allowed = "unknown key; allowed: " + ", ".join(sorted(names))
+                raise ConfigError(key, data[key], allowed)
         return dataclasses.replace(start, **data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -211,6 +212,7 @@ class Host:
                 "timed_out": client.timed_out,
                 "in_flight_at_end": client.in_flight_at_end,
             },
+            "httperf": client.httperf_summary(),
             "queues": {
                 "accept_queue_max": self.listen.max_accept_len,
                 "accept_queue_capacity": self.listen.backlog + 1,

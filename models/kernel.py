@@ -53,7 +53,9 @@ class KernelProfile(Params):
     syn_queue_is_backlog: bool = param(
         False, unit="", doc="SYN queue capacity is the listen backlog (modern kernels)"
     )
-    syncookies: bool = param(False, unit="", doc="answer SYNs with cookies when the SYN queue is full")
+    syncookies: bool = param(
+        False, unit="", doc="answer SYNs with cookies when the SYN queue is full"
+    )
     young_rule: bool = param(
         True,
         unit="",
@@ -68,7 +70,9 @@ class KernelProfile(Params):
         doc="without syncookies, drop a SYN when free SYN-queue slots are fewer than this "
         "fraction of max_syn_backlog",
     )
-    syn_rto_s: float = param(3.0, unit="s", gt=0.0, doc="client's initial SYN retransmission timeout")
+    syn_rto_s: float = param(
+        3.0, unit="s", gt=0.0, doc="client's initial SYN retransmission timeout"
+    )
     syn_retries: int = param(5, unit="retransmissions", ge=0, doc="client SYN retransmissions")
     synack_rto_s: float = param(3.0, unit="s", gt=0.0, doc="server's initial SYN-ACK timeout")
     synack_retries: int = param(5, unit="retransmissions", ge=0, doc="tcp_synack_retries")
@@ -134,6 +138,7 @@ class ListenSocket:
         self.app: Application | None = None
         self.syn_capacity = profile.syn_queue_capacity(self.backlog)
         self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
+        self._two_segments = 2 * costs.rx_segment_s
         self.accept_queue: deque[Connection] = deque()
         self.syn_len = 0  # open requests in the SYN queue
         self.syn_young = 0  # of which young
@@ -192,7 +197,7 @@ class ListenSocket:
 
     def handshake_ack(self, conn: Connection) -> None:
         """The client's final ACK arrives, with its first request right behind it."""
-        self.cpu.interrupt(2 * self.costs.rx_segment_s)
+        self.cpu.interrupt(self._two_segments)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
@@ -232,9 +237,8 @@ class ListenSocket:
             conn.young = False
             self.syn_young -= 1
 
-    def _synack_timer(self, event: object) -> None:
+    def _synack_timer(self, conn: Connection) -> None:
         """The SYN-ACK retransmission timer of an acked (overflowed) request."""
-        conn: Connection = event.value  # type: ignore[attr-defined]
         if conn.state != SYN_RECV:
             return
         profile = self.profile

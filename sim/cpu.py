@@ -14,16 +14,16 @@ Contract
 * A task is a generator.  It yields ``(category, seconds)`` to use the
   processor for a burst, or :data:`BLOCK` to sleep until :meth:`Cpu.wake` is
   called.  The code after a ``yield`` runs at the simulated instant the burst
-  ends (``env.now`` is that instant), so effects of a system call happen when
-  the call completes.
-* Bursts are pre-empted by kernel work: a burst of ``c`` seconds that is
-  interrupted by ``k`` seconds of kernel work ends ``c + k`` after it started.
+  ends (``env.now`` is that instant), so the effects of a system call happen
+  when the call completes.
+* Bursts are pre-empted by kernel work: every second of kernel work charged
+  while a burst is under way (or waiting for the kernel) moves the burst's
+  end one second later.  So ``task_end`` is always the exact instant the
+  current burst ends given the work charged so far, and the environment
+  only compares it with the next event's time.
 
-The task is advanced by :class:`sim.engine.Environment` between events
-rather than by scheduling one event per burst, so a burst costs no heap
-operation unless the simulation needs one; this is what makes the engine
-fast enough for thousands of runs.  CPU time is accounted exactly per
-category; :meth:`Cpu.usage` reports it as of ``env.now``.
+CPU time is accounted exactly per category; :meth:`Cpu.usage` reports it as
+of ``env.now`` (the unfinished part of the current burst excluded).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ BLOCK = object()
 #: the category under which kernel (interrupt) time is reported
 KERNEL = "kernel"
 
+INF = float("inf")
+
 Task = Generator[Any, None, None]
 
 
@@ -52,11 +54,10 @@ class Cpu:
         self.kernel_free_at = env.now
         self.kernel_time = 0.0
         self.task_time: dict[str, float] = dict.fromkeys(categories, 0.0)
+        #: instant the task's current burst ends (inf while it sleeps)
+        self.task_end = INF
         self._task: Task | None = None
-        self._t = env.now  # the task's progress is accounted up to here
-        self._remaining = 0.0  # CPU seconds left in the current burst
         self._category: str | None = None
-        self._blocked = True
         env.attach_cpu(self)
 
     # -- kernel side ------------------------------------------------------
@@ -66,6 +67,8 @@ class Cpu:
         free = self.kernel_free_at
         self.kernel_free_at = (free if free > now else now) + cost
         self.kernel_time += cost
+        if self.task_end > now:
+            self.task_end += cost
 
     # -- task side --------------------------------------------------------
     def start(self, task: Task) -> None:
@@ -73,72 +76,48 @@ class Cpu:
         if self._task is not None:
             raise RuntimeError("this Cpu already runs a task")
         self._task = task
-        self._blocked = False
-        self._remaining = 0.0
-        self._category = None
-        self._t = self.env.now
+        self._resume_at(self.env.now)
 
     @property
     def blocked(self) -> bool:
-        return self._blocked
+        """The task sleeps (or has ended)."""
+        return self.task_end == INF
 
     def wake(self) -> None:
         """Make a sleeping task runnable now (no effect if it is running)."""
-        if self._blocked and self._task is not None:
-            self._blocked = False
-            self._remaining = 0.0
-            self._category = None
-            self._t = self.env._now
+        if self.task_end == INF and self._task is not None:
+            self._resume_at(self.env._now)
 
-    def run_until(self, horizon: float) -> bool:
-        """Give the task the processor up to ``horizon``.
-
-        Returns True if a burst ended at or before ``horizon`` (the task then
-        ran up to its next yield, which may have scheduled new events), and
-        False if the task is blocked or its burst is still running at the
-        horizon (progress up to the horizon is accounted).
-        """
-        if self._blocked:
-            return False
-        start = self._t
+    def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at
-        if free > start:
-            start = free
-        if start > horizon:
-            return False
-        end = start + self._remaining
-        if end > horizon:
-            if horizon > start:
-                self._remaining -= horizon - start
-                if self._category is not None:
-                    self.task_time[self._category] += horizon - start
-                self._t = horizon
-            return False
-        if self._category is not None:
-            self.task_time[self._category] += end - start
-        self._t = end
-        env = self.env
-        if end > env._now:
-            env._now = end
+        self._category = None
+        self.task_end = free if free > now else now
+
+    def complete_burst(self) -> None:
+        """The current burst has ended (``env.now == task_end``): run the task to its next yield."""
         try:
             item = next(self._task)  # type: ignore[arg-type]
         except StopIteration:
-            self._blocked = True
             self._task = None
-            return True
+            self.task_end = INF
+            return
         if item is BLOCK:
-            self._blocked = True
-        else:
-            self._category, self._remaining = item
-        return True
+            self.task_end = INF
+            return
+        category, cost = item
+        self._category = category
+        self.task_time[category] += cost
+        now = self.env._now
+        free = self.kernel_free_at
+        self.task_end = (free if free > now else now) + cost
 
     def usage(self) -> dict[str, float]:
         """CPU seconds used per category up to ``env.now`` (kernel included)."""
         now = self.env.now
-        backlog = self.kernel_free_at - now
+        backlog = max(self.kernel_free_at - now, 0.0)
         used = dict(self.task_time)
-        used[KERNEL] = self.kernel_time - (backlog if backlog > 0 else 0.0)
-        if not self._blocked and self._t > now and self._category is not None:
-            # cannot happen while the environment drives the task, kept for safety
-            used[self._category] -= self._t - now
+        used[KERNEL] = self.kernel_time - backlog
+        if self.task_end != INF and self._category is not None:
+            # the part of the current burst still to run after now
+            used[self._category] -= self.task_end - now - backlog
         return used

@@ -1,31 +1,69 @@
 """The simulation environment: SimPy's event loop plus the host processor.
 
-:class:`Environment` is a ``simpy.Environment`` (events, timeouts, processes
-and their deterministic ``(time, priority, sequence)`` ordering all come from
-SimPy).  It adds two things:
+:class:`Environment` is a ``simpy.Environment``: its clock, its event heap
+with deterministic ``(time, priority, sequence)`` ordering, its events,
+timeouts and processes all work as in SimPy.  For speed it adds:
 
-* ``call_in(delay, callback, value)``: schedule a plain callback.  Packet
-  arrivals and timers are callbacks on SimPy ``Timeout`` events rather than
-  one SimPy process per connection, which is several times cheaper.
-* a :class:`sim.cpu.Cpu` whose task is advanced *between* events:
-  before each event is processed, the task runs every burst that ends no
-  later than that event.  Ties are deterministic: a burst ending exactly at
-  an event's time completes first.
+* ``call_in(delay, fn, value)`` / ``call_at``: schedule a plain callback
+  ``fn(value)`` on SimPy's heap as a light :class:`Call` entry rather than a
+  ``Timeout`` with a callback list (packet arrivals and timers are callbacks,
+  not one SimPy process per connection);
+* **delay lines** (:meth:`Environment.delay_line`): a first-in first-out
+  lane for events that all happen a fixed delay after they are scheduled
+  (a packet crossing a LAN with a constant round-trip time).  Putting and
+  taking is a deque operation instead of a heap operation, and the order is
+  the same as the heap would give;
+* a :class:`sim.cpu.Cpu` whose task is advanced *between* events: before
+  each event is processed, the task runs every burst that ends no later than
+  that event.
+
+Ties are deterministic: at one instant a task burst ending then completes
+first, then heap entries (in scheduling order), then delay lines (in the
+order they were created, each in scheduling order).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 import simpy
-from simpy.core import Infinity
-from simpy.events import Timeout
+from simpy.core import EmptySchedule, Infinity
 
 if TYPE_CHECKING:
     from sim.cpu import Cpu
 
-Callback = Callable[[simpy.Event], None]
+#: SimPy's priority for ordinary events
+NORMAL = 1
+
+
+class Call:
+    """A scheduled plain callback ``fn(value)``; lighter than a SimPy event."""
+
+    __slots__ = ("fn", "value")
+
+    def __init__(self, fn: Callable[[Any], None], value: Any) -> None:
+        self.fn = fn
+        self.value = value
+
+
+class DelayLine:
+    """Events that each happen ``delay`` seconds after being put, in FIFO order."""
+
+    __slots__ = ("env", "delay", "queue")
+
+    def __init__(self, env: Environment, delay: float) -> None:
+        if not delay >= 0:
+            raise ValueError(f"delay={delay!r}: must be >= 0")
+        self.env = env
+        self.delay = delay
+        self.queue: deque[tuple[float, Callable[[Any], None], Any]] = deque()
+
+    def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
+        """Call ``fn(value)`` after this line's delay."""
+        self.queue.append((self.env._now + self.delay, fn, value))
 
 
 class Environment(simpy.Environment):
@@ -34,25 +72,66 @@ class Environment(simpy.Environment):
     def __init__(self, initial_time: float = 0.0) -> None:
         super().__init__(initial_time)
         self.cpu: Cpu | None = None
+        self._lines: list[DelayLine] = []
 
     def attach_cpu(self, cpu: Cpu) -> None:
         if self.cpu is not None:
             raise RuntimeError("an Environment drives one Cpu")
         self.cpu = cpu
 
-    def call_in(self, delay: float, callback: Callback, value: Any = None) -> Timeout:
-        """Call ``callback(event)`` after ``delay``; ``event.value`` is ``value``."""
-        ev = Timeout(self, delay, value)
-        ev.callbacks.append(callback)  # type: ignore[union-attr]
-        return ev
+    def delay_line(self, delay: float) -> DelayLine:
+        line = DelayLine(self, delay)
+        self._lines.append(line)
+        return line
 
-    def call_at(self, at: float, callback: Callback, value: Any = None) -> Timeout:
-        return self.call_in(at - self._now, callback, value)
+    def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
+        """Call ``fn(value)`` after ``delay`` seconds."""
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        call = Call(fn, value)
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))
+        return call
+
+    def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Call:
+        """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
+        return self.call_in(at - self._now, fn, value)
+
+    def peek(self) -> float:
+        t = self._queue[0][0] if self._queue else Infinity
+        for line in self._lines:
+            if line.queue and line.queue[0][0] < t:
+                t = line.queue[0][0]
+        return t
+
+    def step(self) -> None:
+        """Process the next event (heap or delay line), as SimPy's ``step``."""
+        t = self._queue[0][0] if self._queue else Infinity
+        source = None
+        for line in self._lines:
+            q = line.queue
+            if q and q[0][0] < t:
+                t = q[0][0]
+                source = q
+        if source is not None:
+            self._now, fn, value = source.popleft()
+            fn(value)
+            return
+        if not self._queue:
+            raise EmptySchedule()
+        self._now, _, _, event = heappop(self._queue)
+        if event.__class__ is Call:
+            event.fn(event.value)
+            return
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            raise event._value
 
     def run(self, until: float | simpy.Event | None = None) -> Any:
         """Run until the absolute time ``until`` (a number).
 
-        With no CPU attached this is SimPy's own ``run``.
+        Without a CPU, or with an event to wait for, this is SimPy's ``run``.
         """
         if self.cpu is None or until is None or isinstance(until, simpy.Event):
             return super().run(until)
@@ -60,16 +139,35 @@ class Environment(simpy.Environment):
         if at < self._now:
             raise ValueError(f"until={at} lies before the current time {self._now}")
         queue = self._queue
+        lines = [line.queue for line in self._lines]
         cpu = self.cpu
-        step = self.step
-        run_until = cpu.run_until
+        complete_burst = cpu.complete_burst
+        call_cls = Call
         while True:
-            t_next = queue[0][0] if queue else Infinity
-            if t_next > at:
-                if run_until(at):
-                    continue
+            t = queue[0][0] if queue else Infinity
+            source = None
+            for q in lines:
+                if q and q[0][0] < t:
+                    t = q[0][0]
+                    source = q
+            task_end = cpu.task_end
+            if task_end <= t and task_end <= at:
+                self._now = task_end
+                complete_burst()
+                continue
+            if t > at:
                 self._now = at
                 return None
-            if run_until(t_next):
+            if source is not None:
+                self._now, fn, value = source.popleft()
+                fn(value)
                 continue
-            step()
+            self._now, _, _, event = heappop(queue)
+            if event.__class__ is call_cls:
+                event.fn(event.value)
+                continue
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                raise event._value

@@ -18,6 +18,7 @@ from typing import Any, Self
 from sim.errors import ConfigError
 
 INF = math.inf
+_INF_WORDS = ("inf", "infinity")
 
 
 def param(
@@ -66,7 +67,7 @@ def check_value(name: str, value: Any, default: Any, meta: Mapping[str, Any]) ->
     """Validate one value against a field's declaration; return it (ints widen to float)."""
     kind = type(default)
     allowed = _allowed_text(meta, kind)
-    if meta["allow_inf"] and isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+    if meta["allow_inf"] and isinstance(value, str) and value.strip().lower() in _INF_WORDS:
         value = INF
     if kind is bool:
         if not isinstance(value, bool):

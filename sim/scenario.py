@@ -77,7 +77,8 @@ def load(path: str | Path) -> Scenario:
         raise ConfigError("scenario", str(path), f"valid TOML ({exc})") from None
     for key in data:
         if key not in _KEYS:
-            raise ConfigError(f"{path.name}: {key}", data[key], "one of " + ", ".join(sorted(_KEYS)))
+            allowed = "one of " + ", ".join(sorted(_KEYS))
+            raise ConfigError(f"{path.name}: {key}", data[key], allowed)
     sweep = data.get("sweep", {})
     for key, values in sweep.items():
         if not isinstance(values, list) or not values:

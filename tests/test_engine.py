@@ -88,6 +88,6 @@ def test_events_at_the_same_instant_run_in_scheduling_order() -> None:
     env = Environment()
     order = []
     for i in range(5):
-        env.call_at(1.0, lambda ev: order.append(ev.value), i)
+        env.call_at(1.0, order.append, i)
     env.run(until=2)
     assert order == [0, 1, 2, 3, 4]

@@ -81,8 +81,9 @@ class Userver:
         self.accepts = 0
         self.work_phases = 0
         self.conns_worked = 0
-        self._open_area = 0.0  # integral of open connections over time
-        self._open_since = env.now
+        # integral of open connections over time = _open_sum + open * now
+        # (minus each open instant, plus each close instant)
+        self._open_sum = 0.0
         listen.app = self
         cpu.start(self.run())
 
@@ -99,35 +100,38 @@ class Userver:
                 self.cpu.wake()
 
     # -- the server loop ----------------------------------------------------------------
-    def listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
-
     def select_cost(self) -> float:
         return self.costs.select_base_s + self.costs.select_per_fd_s * (self.open + 1)
 
     def run(self):  # type: ignore[no-untyped-def]
         costs = self.costs
         listen = self.listen
+        accept_queue = listen.accept_queue
+        max_open = self.params.max_connections
+        client = self.client
         while True:
             # 1. getevents
             yield GETEVENTS, self.select_cost()
-            while not self.ready and not self.listen_ready():
+            while not self.ready and not (accept_queue and self.open < max_open):
                 yield BLOCK
                 yield GETEVENTS, self.select_cost()
             self.select_calls += 1
             ready, self.ready = self.ready, []
             # 2. accept
-            if self.listen_ready():
+            if accept_queue and self.open < max_open:
                 limit = self.policy.accept_limit(self)
                 accepted = 0
-                while accepted < limit and self.open < self.params.max_connections:
+                while accepted < limit and self.open < max_open:
                     conn = listen.accept()
                     if conn is None:
                         yield ACCEPT, costs.accept_empty_s
                         break
                     yield ACCEPT, costs.accept_s
                     accepted += 1
-                    self._opened(conn)
+                    self.open += 1
+                    self._open_sum -= self.env._now
+                    if conn.pending or conn.eof:
+                        self.readable(conn)
                 self.accept_phases += 1
                 self.accepts += accepted
             # 3. work
@@ -135,42 +139,27 @@ class Userver:
                 for conn in ready:
                     conn.ready = False
                     if conn.pending:
-                        self.client.check_client_gone(conn)
+                        client.check_client_gone(conn)
                         conn.pending -= 1
                         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
-                        self.client.reply(conn)
+                        client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     elif conn.eof:
                         yield WORK, costs.close_s
-                        self._closed(conn)
+                        self.open -= 1
+                        self._open_sum += self.env._now
+                        conn.state = CLOSED
                 self.work_phases += 1
                 self.conns_worked += len(ready)
 
-    def _opened(self, conn: Connection) -> None:
-        self._account_open()
-        self.open += 1
-        if conn.pending or conn.eof:
-            self.readable(conn)
-
-    def _closed(self, conn: Connection) -> None:
-        self._account_open()
-        self.open -= 1
-        conn.state = CLOSED
-
-    def _account_open(self) -> None:
-        now = self.env.now
-        self._open_area += self.open * (now - self._open_since)
-        self._open_since = now
-
     def counters(self) -> dict[str, float]:
         """Cumulative counters; the run takes differences over its window."""
-        self._account_open()
         return {
             "select_calls": self.select_calls,
             "accept_phases": self.accept_phases,
             "accepts": self.accepts,
             "work_phases": self.work_phases,
             "conns_worked": self.conns_worked,
-            "open_area": self._open_area,
+            "open_area": self._open_sum + self.open * self.env.now,
         }
