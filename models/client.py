@@ -119,12 +119,12 @@ class Client:
 
     # -- connection starts ------------------------------------------------------
     def start(self) -> None:
-        self.env.call_in(self._gap() + self.owd, self._arrival)
+        self._arrival_call = self.env.call_in(self._gap() + self.owd, self._arrival)
 
     def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server."""
         env = self.env
-        env.call_in(self._gap(), self._arrival)
+        env.schedule_call(self._arrival_call, self._gap())
         started = env._now - self.owd
         conn = Connection(self._next_id, started, started + self.timeout)
         self._next_id += 1
@@ -145,10 +145,9 @@ class Client:
             return
         conn.syn_sent = sent + 1
         self.syn_retransmits += 1
-        self.env.call_at(next_send + self.owd, self._syn_retransmit, conn)
-
-    def _syn_retransmit(self, conn: Connection) -> None:
-        self.kernel.syn(conn)  # type: ignore[union-attr]
+        # the retransmission reaches the server one backed-off RTO after this one did
+        backoff = profile.syn_rto_s * 2 ** (sent - 1)
+        self.env.delay_line(backoff).put(self.kernel.syn, conn)  # type: ignore[union-attr]
 
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
@@ -163,9 +162,9 @@ class Client:
         self._lan.put(self.kernel.handshake_ack, conn)  # type: ignore[union-attr]
 
     def request_unacknowledged(self, conn: Connection) -> None:
-        """The final ACK overflowed: the request segment will be retransmitted."""
-        at = conn.request_sent_at + self.profile.data_rto_min_s + self.owd
-        self.env.call_at(max(at, self.env._now), self._data_retransmit, conn)
+        """The final ACK (with the request behind it) overflowed: the request
+        segment is retransmitted one minimum RTO after it was sent."""
+        self.env.delay_line(self.profile.data_rto_min_s).put(self._data_retransmit, conn)
 
     def _data_retransmit(self, conn: Connection) -> None:
         if conn.state != SYN_RECV:  # acknowledged, reset or expired
@@ -182,7 +181,7 @@ class Client:
         self.kernel.retransmitted_segment(conn)  # type: ignore[union-attr]
         if conn.state == SYN_RECV:
             rto = min(profile.data_rto_min_s * 2**conn.data_rtx, profile.rto_max_s)
-            self.env.call_in(rto, self._data_retransmit, conn)
+            self.env.delay_line(rto).put(self._data_retransmit, conn)
 
     # -- replies ------------------------------------------------------------------
     def client_gone(self, conn: Connection) -> bool:

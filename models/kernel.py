@@ -263,7 +263,7 @@ class ListenSocket:
         self._move_to_accept_queue(conn)
         if conn.state == SYN_RECV:
             backoff = min(profile.synack_rto_s * 2**conn.synack_rtx, profile.rto_max_s)
-            self.env.call_in(backoff, self._synack_timer, conn)
+            self.env.delay_line(backoff).put(self._synack_timer, conn)
 
     def fin(self, conn: Connection) -> None:
         """The client's FIN arrives (it read its reply, or it timed out)."""

@@ -10,16 +10,15 @@ timeouts and processes all work as in SimPy.  For speed it adds:
   not one SimPy process per connection);
 * **delay lines** (:meth:`Environment.delay_line`): a first-in first-out
   lane for events that all happen a fixed delay after they are scheduled
-  (a packet crossing a LAN with a constant round-trip time).  Putting and
-  taking is a deque operation instead of a heap operation, and the order is
-  the same as the heap would give;
+  (a packet crossing a LAN with a constant round-trip time, a retransmission
+  after a fixed timeout).  Only a line's head sits on SimPy's heap, so the
+  heap stays small however many packets are in flight;
 * a :class:`sim.cpu.Cpu` whose task is advanced *between* events: before
   each event is processed, the task runs every burst that ends no later than
   that event.
 
 Ties are deterministic: at one instant a task burst ending then completes
-first, then heap entries (in scheduling order), then delay lines (in the
-order they were created, each in scheduling order).
+first, then heap entries in scheduling order (SimPy's rule).
 """
 
 from __future__ import annotations
@@ -50,9 +49,13 @@ class Call:
 
 
 class DelayLine:
-    """Events that each happen ``delay`` seconds after being put, in FIFO order."""
+    """Events that each happen ``delay`` seconds after being put, in FIFO order.
 
-    __slots__ = ("env", "delay", "queue")
+    Only the line's head is on SimPy's heap (one reused entry), so however
+    many packets are in flight on a line, the heap stays small.
+    """
+
+    __slots__ = ("env", "delay", "queue", "_call")
 
     def __init__(self, env: Environment, delay: float) -> None:
         if not delay >= 0:
@@ -60,10 +63,23 @@ class DelayLine:
         self.env = env
         self.delay = delay
         self.queue: deque[tuple[float, Callable[[Any], None], Any]] = deque()
+        self._call = Call(self._fire, None)
 
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
-        self.queue.append((self.env._now + self.delay, fn, value))
+        env = self.env
+        at = env._now + self.delay
+        if not self.queue:
+            heappush(env._queue, (at, NORMAL, next(env._eid), self._call))
+        self.queue.append((at, fn, value))
+
+    def _fire(self, _: Any) -> None:
+        queue = self.queue
+        _, fn, value = queue.popleft()
+        if queue:
+            env = self.env
+            heappush(env._queue, (queue[0][0], NORMAL, next(env._eid), self._call))
+        fn(value)
 
 
 class Environment(simpy.Environment):
@@ -72,7 +88,7 @@ class Environment(simpy.Environment):
     def __init__(self, initial_time: float = 0.0) -> None:
         super().__init__(initial_time)
         self.cpu: Cpu | None = None
-        self._lines: list[DelayLine] = []
+        self._lines: dict[float, DelayLine] = {}
 
     def attach_cpu(self, cpu: Cpu) -> None:
         if self.cpu is not None:
@@ -80,9 +96,15 @@ class Environment(simpy.Environment):
         self.cpu = cpu
 
     def delay_line(self, delay: float) -> DelayLine:
-        line = DelayLine(self, delay)
-        self._lines.append(line)
+        """The delay line for ``delay`` (one per distinct delay, created on first use)."""
+        line = self._lines.get(delay)
+        if line is None:
+            line = self._lines[delay] = DelayLine(self, delay)
         return line
+
+    def schedule_call(self, call: Call, delay: float) -> None:
+        """Put an existing :class:`Call` back on the heap (recurring callbacks reuse one)."""
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))
 
     def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
         """Call ``fn(value)`` after ``delay`` seconds."""
@@ -96,29 +118,12 @@ class Environment(simpy.Environment):
         """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
         return self.call_in(at - self._now, fn, value)
 
-    def peek(self) -> float:
-        t = self._queue[0][0] if self._queue else Infinity
-        for line in self._lines:
-            if line.queue and line.queue[0][0] < t:
-                t = line.queue[0][0]
-        return t
-
     def step(self) -> None:
-        """Process the next event (heap or delay line), as SimPy's ``step``."""
-        t = self._queue[0][0] if self._queue else Infinity
-        source = None
-        for line in self._lines:
-            q = line.queue
-            if q and q[0][0] < t:
-                t = q[0][0]
-                source = q
-        if source is not None:
-            self._now, fn, value = source.popleft()
-            fn(value)
-            return
-        if not self._queue:
-            raise EmptySchedule()
-        self._now, _, _, event = heappop(self._queue)
+        """Process the next event, as SimPy's ``step`` (also for :class:`Call` entries)."""
+        try:
+            self._now, _, _, event = heappop(self._queue)
+        except IndexError:
+            raise EmptySchedule() from None
         if event.__class__ is Call:
             event.fn(event.value)
             return
@@ -139,17 +144,11 @@ class Environment(simpy.Environment):
         if at < self._now:
             raise ValueError(f"until={at} lies before the current time {self._now}")
         queue = self._queue
-        lines = [line.queue for line in self._lines]
         cpu = self.cpu
         complete_burst = cpu.complete_burst
         call_cls = Call
         while True:
             t = queue[0][0] if queue else Infinity
-            source = None
-            for q in lines:
-                if q and q[0][0] < t:
-                    t = q[0][0]
-                    source = q
             task_end = cpu.task_end
             if task_end <= t and task_end <= at:
                 self._now = task_end
@@ -158,10 +157,6 @@ class Environment(simpy.Environment):
             if t > at:
                 self._now = at
                 return None
-            if source is not None:
-                self._now, fn, value = source.popleft()
-                fn(value)
-                continue
             self._now, _, _, event = heappop(queue)
             if event.__class__ is call_cls:
                 event.fn(event.value)
