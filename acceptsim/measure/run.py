@@ -46,26 +46,53 @@ class MeasuredRun:
         """The longest httperf test-duration (the processes run side by side)."""
         return max(r.totals.test_duration_s for r in self.reports)
 
+    @property
+    def client_limited(self) -> bool:
+        """True when the clients, not the server, shaped the load: an httperf ran out of
+        descriptors, ports or its connection table (fd-unavail, addrunavail, ftab-full), or
+        fell behind its schedule (test-duration beyond duration + timeout + 1 s)."""
+        late = self.info.load.duration_s + self.info.load.timeout_s + 1.0
+        return any(
+            r.errors.fd_unavail or r.errors.addrunavail or r.errors.ftab_full
+            or r.totals.test_duration_s > late
+            for r in self.reports
+        )
+
+    def load_window_s(self, report: HttperfReport) -> float:
+        """How long one httperf process kept starting connections.
+
+        httperf's test-duration also covers the tail after the last start, up
+        to one timeout, in which nothing new arrives; counting it would dilute
+        every rate by up to timeout/duration.  The window is the target
+        duration, or test-duration minus the timeout when httperf fell behind
+        its schedule (a client-limited run).
+        """
+        load = self.info.load
+        return max(load.duration_s, report.totals.test_duration_s - load.timeout_s)
+
     def record(self) -> dict[str, Any]:
         """A flat record, one row of a tidy table, in the simulator's metric names.
 
         Rates from httperf are summed over its processes, each process's
-        totals over its own test-duration (as httperf's "Connection rate"
-        is).  Kernel counters are divided by the longest test-duration;
+        totals over its own load window (:meth:`load_window_s`), so that they
+        estimate the steady rates a simulation measures after its warm-up.
+        ``httperf_*`` fields keep httperf's own convention (totals over
+        test-duration).  Kernel counters are divided by the longest window;
         they count every socket of the host, not only the measured server.
         """
         info, reports = self.info, self.reports
 
-        def per_s(attr: str) -> float:
+        def per_s(attr: str, convention: str = "window") -> float:
             total = 0.0
             for r in reports:
                 value: Any = r
                 for part in attr.split("."):
                     value = getattr(value, part)
-                total += value / r.totals.test_duration_s if r.totals.test_duration_s else 0.0
+                span = self.load_window_s(r) if convention == "window" else r.totals.test_duration_s
+                total += value / span if span else 0.0
             return total
 
-        window = self.test_duration_s
+        window = max(self.load_window_s(r) for r in reports)
         d = self.counter_deltas
 
         def counter_rate(name: str) -> float:
@@ -108,11 +135,14 @@ class MeasuredRun:
             "file_size_bytes": info.load.file_size_bytes,
             "httperf_processes": len(reports),
             "repeat": info.host.repeat,
-            "test_duration_s": window,
+            "test_duration_s": self.test_duration_s,
+            "load_window_s": window,
             "reply_rate_per_s": per_s("totals.replies"),
             "connection_rate_per_s": per_s("totals.connections"),
             "request_rate_per_s": per_s("totals.requests"),
             "client_timeouts_per_s": per_s("errors.client_timo"),
+            "httperf_reply_rate_per_s": per_s("totals.replies", "httperf"),
+            "httperf_connection_rate_per_s": per_s("totals.connections", "httperf"),
             "httperf_reply_rate_avg_per_s": (
                 sum(r.reply_rate.avg_per_s for r in reports) if samples else None
             ),
@@ -123,6 +153,8 @@ class MeasuredRun:
             "connections.timed_out": errors["client_timo"],
             "replies_2xx": sum(r.reply_status.s2xx for r in reports),
             "client_cpus_used": sum(r.cpu_time.total_pct for r in reports) / 100.0,
+            "max_connect_burst": max((r.max_connect_burst or 0) for r in reports),
+            "client_limited": self.client_limited,
             "max_concurrent_connections": sum(r.connection_rate.max_concurrent for r in reports),
             "listen_overflows_per_s": counter_rate("TcpExtListenOverflows"),
             "listen_drops_per_s": counter_rate("TcpExtListenDrops"),
