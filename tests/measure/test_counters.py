@@ -135,3 +135,22 @@ def test_bad_counter_text_names_its_line(text: str, line: int, message: str) -> 
 def test_missing_counter_file(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match="file not found"):
         read_counters(tmp_path / "counters-before.txt")
+
+
+COUNTERS = Path(__file__).resolve().parents[1] / "data" / "counters"
+
+
+def test_real_snapshots_in_three_formats_agree() -> None:
+    """netstat -s, nstat -az and /proc/net copies taken back to back on an idle host."""
+    netstat_s = read_counters(COUNTERS / "netstat-s.txt")
+    nstat = read_counters(COUNTERS / "nstat-az.txt")
+    proc = read_counters(COUNTERS / "proc-net.txt")
+    # every name netstat -s gives is nstat's name (nstat leaves out the two gauges)
+    assert set(netstat_s) - set(nstat) <= GAUGES
+    shared = set(netstat_s) & set(nstat)
+    assert len(shared) > 40
+    assert {k: netstat_s[k] for k in shared} == {k: nstat[k] for k in shared}
+    assert {k: proc[k] for k in nstat if k in proc} == {k: nstat[k] for k in nstat if k in proc}
+    for name in ("TcpExtListenOverflows", "TcpExtListenDrops", "TcpExtTCPReqQFullDoCookies",
+                 "TcpExtSyncookiesSent"):
+        assert netstat_s[name] == nstat[name] == proc[name]
