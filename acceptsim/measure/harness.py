@@ -246,7 +246,8 @@ class Nginx:
         os.chmod(page, 0o644)
         conf = self.dir / "nginx.conf"
         conf.write_text(nginx_conf(self.dir, self.plan.multi_accept, self.plan.port))
-        argv = _pin(self.cpus, [self.nginx, "-p", str(self.dir), "-c", str(conf)])
+        log = str(self.dir / "logs" / "error.log")  # -e: not the compiled-in /var/log path
+        argv = _pin(self.cpus, [self.nginx, "-p", str(self.dir), "-e", log, "-c", str(conf)])
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
         )

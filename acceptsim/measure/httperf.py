@@ -372,8 +372,9 @@ SESSION_KEYS = (
     "length_histogram",
 )
 
-#: lines httperf may print that carry nothing for the summary (stderr merged in)
-_IGNORED = re.compile(r"httperf: warning: .*")
+#: httperf's diagnostics on stderr ("httperf: warning: open file limit > FD_SETSIZE...",
+#: "httperf: connection failed with unexpected error 99"), if merged into the file
+_IGNORED = re.compile(r"httperf: .*")
 
 
 def _command_options(command: str) -> dict[str, str]:

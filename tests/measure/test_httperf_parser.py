@@ -199,3 +199,9 @@ def test_missing_or_binary_file(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ParseError, match="not text"):
         read_httperf(binary)
+
+
+def test_httperf_diagnostics_merged_from_stderr_are_skipped() -> None:
+    warning = "httperf: warning: open file limit > FD_SETSIZE; limiting max. # of open files\n"
+    (r,) = parse_httperf(warning + HTTPERF_ONE)
+    assert r.totals.replies == 2500
