@@ -10,6 +10,23 @@ A run directory holds::
 :meth:`MeasuredRun.record` gives the metrics under the simulator's names
 (``reply_rate_per_s``, ``connection_rate_per_s``, ``client_timeouts_per_s``,
 ``drops_per_s.listen_overflow``, ...), so measured and predicted records line up.
+
+Kernel counters map to the simulator's drop names as Linux (4.x and later,
+the ``linux-modern`` profile) counts them:
+
+==============================  =========================================
+record key                      counter (per second of the load window)
+==============================  =========================================
+``drops_per_s.listen_overflow``  TcpExtListenOverflows: accept queue full, at the
+                                SYN (dropped) or at the final ACK (ignored)
+``listen_overflows_per_s``      the same
+``drops_per_s.syn_q_full``      TcpExtTCPReqQFullDrop: SYN queue full, no cookies
+``drops_per_s.total``           TcpExtListenDrops: every SYN/ACK dropped at a listener
+``syncookies_sent_per_s``       TcpExtSyncookiesSent
+==============================  =========================================
+
+The counters are host-wide; on a dedicated loopback testbed only the
+measured listener contributes.
 """
 
 from __future__ import annotations
