@@ -14,9 +14,11 @@ import os
 import platform
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -214,6 +216,19 @@ def _nginx_version(nginx: str) -> str:
     return text.rpartition("/")[2] if "/" in text else text
 
 
+def port_is_free(port: int) -> None:
+    """HarnessError if something already listens on 127.0.0.1:port (we would measure it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # as nginx does: connections of the previous run in TIME_WAIT do not count
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((ADDRESS, port))
+        except OSError as exc:
+            raise HarnessError(
+                f"{ADDRESS}:{port} is in use ({exc.strerror}); choose another --port"
+            ) from None
+
+
 def _pin(cpus: str, argv: list[str]) -> list[str]:
     return ["taskset", "-c", cpus, *argv] if cpus else argv
 
@@ -248,21 +263,27 @@ class Nginx:
         conf.write_text(nginx_conf(self.dir, self.plan.multi_accept, self.plan.port))
         log = str(self.dir / "logs" / "error.log")  # -e: not the compiled-in /var/log path
         argv = _pin(self.cpus, [self.nginx, "-p", str(self.dir), "-e", log, "-c", str(conf)])
-        self.proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-        )
+        port_is_free(self.plan.port)
+        stderr_path = self.dir / "logs" / "stderr.txt"
+        with open(stderr_path, "wb") as stderr:
+            self.proc = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+            )
         url = f"http://{ADDRESS}:{self.plan.port}{self.uri}"
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
         deadline = time.monotonic() + 10.0
         while True:  # bounded: at most 10 s
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
-                raise HarnessError(f"nginx exited at start: {err.strip() or 'no message'}")
+                err = stderr_path.read_text(errors="replace").strip()
+                raise HarnessError(f"nginx exited at start: {err or 'no message'}")
             try:
-                with urllib.request.urlopen(url, timeout=1.0) as reply:
+                with direct.open(url, timeout=1.0) as reply:
                     body = reply.read()
                 if len(body) != self.plan.file_size_bytes:
                     raise HarnessError(f"nginx served {len(body)} bytes for {url}")
                 return
+            except urllib.error.HTTPError as exc:
+                raise HarnessError(f"nginx answered {url} with HTTP {exc.code}") from None
             except OSError:
                 if time.monotonic() > deadline:
                     raise HarnessError(f"nginx did not answer {url} within 10 s") from None

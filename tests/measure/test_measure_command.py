@@ -210,3 +210,13 @@ def test_measure_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         s.settimeout(1.0)
         s.connect((ADDRESS, port))
     assert os.path.isdir(out)
+
+
+def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind((ADDRESS, 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        with pytest.raises(HarnessError, match="in use"):
+            with Nginx(plan(port=port), "", "/nonexistent/nginx"):
+                pass
