@@ -1,0 +1,65 @@
+"""``acceptsim measure``: drive real httperf against a real nginx on 127.0.0.1 and
+write measured-run directories (see ``acceptsim.measure``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from acceptsim.config_io import parse_int, parse_number
+from acceptsim.measure.errors import ParseError
+from acceptsim.measure.harness import HarnessError, Plan, measure
+from sim.errors import ConfigError
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "measure", help="measure a real nginx under httperf on the loopback address"
+    )
+    p.add_argument("--server", default="nginx", help="server to measure (only nginx)")
+    p.add_argument("--multi-accept", required=True, help="nginx multi_accept: on or off")
+    p.add_argument("--rates", required=True, help="target rates R1,R2,... (connections/s)")
+    p.add_argument("--duration", default="10", help="seconds of load per run (default 10)")
+    p.add_argument("--repeats", default="2", help="runs per rate (default 2)")
+    p.add_argument("--timeout", default="2", help="httperf --timeout in seconds (default 2)")
+    p.add_argument("--file-size", default="1024",
+                   help="bytes of the static file (default 1024: reply fits one packet)")
+    p.add_argument("--port", default="18080", help="port on 127.0.0.1 (default 18080)")
+    p.add_argument("--spacing", default="poisson", help="poisson (default) or deterministic")
+    p.add_argument("--processes", default=None,
+                   help="httperf processes per run (default: enough for the 1024-fd limit)")
+    p.add_argument("--pause", default="2", help="seconds of rest between runs (default 2)")
+    p.add_argument("--out", required=True, help="directory for the run directories")
+    p.set_defaults(main=main)
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    if args.multi_accept not in ("on", "off"):
+        raise ConfigError("--multi-accept", args.multi_accept, "on or off")
+    rates = tuple(parse_number("--rates", r) for r in args.rates.split(",") if r.strip())
+    return Plan(
+        server=args.server,
+        multi_accept=args.multi_accept == "on",
+        rates_per_s=rates,
+        duration_s=parse_number("--duration", args.duration),
+        repeats=parse_int("--repeats", args.repeats),
+        timeout_s=parse_number("--timeout", args.timeout),
+        file_size_bytes=parse_int("--file-size", args.file_size),
+        port=parse_int("--port", args.port),
+        spacing=args.spacing,
+        processes=parse_int("--processes", args.processes) if args.processes else None,
+        pause_s=parse_number("--pause", args.pause),
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    plan = plan_from_args(args)
+    try:
+        runs = measure(plan, Path(args.out))
+    except (HarnessError, ParseError) as exc:
+        sys.stderr.write(f"acceptsim measure: error: {exc}\n")
+        return 2
+    print(f"wrote {len(runs)} run directories under {args.out}")
+    return 0

@@ -1,0 +1,221 @@
+"""One measured run: its directory, loaded and reduced to a flat record.
+
+A run directory holds::
+
+    run.toml               what was measured (see acceptsim.measure.runfile)
+    httperf.txt            httperf's standard output, one summary per httperf process
+    counters-before.txt    kernel counters before the load (nstat -az, /proc/net copies
+    counters-after.txt     or netstat -s text; file names can be changed in run.toml)
+
+:meth:`MeasuredRun.record` gives the metrics under the simulator's names
+(``reply_rate_per_s``, ``connection_rate_per_s``, ``client_timeouts_per_s``,
+``drops_per_s.listen_overflow``, ...), so measured and predicted records line up.
+
+Kernel counters map to the simulator's drop names as Linux (4.x and later,
+the ``linux-modern`` profile) counts them:
+
+==============================  =========================================
+record key                      counter (per second of the load window)
+==============================  =========================================
+``drops_per_s.listen_overflow``  TcpExtListenOverflows: accept queue full, at the
+                                SYN (dropped) or at the final ACK (ignored)
+``listen_overflows_per_s``      the same
+``drops_per_s.syn_q_full``      TcpExtTCPReqQFullDrop: SYN queue full, no cookies
+``drops_per_s.total``           TcpExtListenDrops: every SYN/ACK dropped at a listener
+``syncookies_sent_per_s``       TcpExtSyncookiesSent
+==============================  =========================================
+
+The counters are host-wide; on a dedicated loopback testbed only the
+measured listener contributes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acceptsim.measure.counters import deltas, read_counters
+from acceptsim.measure.errors import ParseError
+from acceptsim.measure.httperf import HttperfReport, read_httperf
+from acceptsim.measure.runfile import RunInfo, read_run_info
+
+RUN_FILE = "run.toml"
+HTTPERF_FILE = "httperf.txt"
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    path: Path
+    info: RunInfo
+    reports: tuple[HttperfReport, ...]
+    counters_before: dict[str, int]
+    counters_after: dict[str, int]
+
+    @property
+    def counter_deltas(self) -> dict[str, int]:
+        return deltas(self.counters_before, self.counters_after)
+
+    @property
+    def test_duration_s(self) -> float:
+        """The longest httperf test-duration (the processes run side by side)."""
+        return max(r.totals.test_duration_s for r in self.reports)
+
+    @property
+    def client_limited(self) -> bool:
+        """True when the clients, not the server, shaped the load: an httperf ran out of
+        descriptors, ports or its connection table (fd-unavail, addrunavail, ftab-full), or
+        fell behind its schedule (test-duration beyond duration + timeout + 1 s)."""
+        late = self.info.load.duration_s + self.info.load.timeout_s + 1.0
+        return any(
+            r.errors.fd_unavail or r.errors.addrunavail or r.errors.ftab_full
+            or r.totals.test_duration_s > late
+            for r in self.reports
+        )
+
+    def load_window_s(self, report: HttperfReport) -> float:
+        """How long one httperf process kept starting connections.
+
+        httperf's test-duration also covers the tail after the last start, up
+        to one timeout, in which nothing new arrives; counting it would dilute
+        every rate by up to timeout/duration.  The window is the target
+        duration, or test-duration minus the timeout when httperf fell behind
+        its schedule (a client-limited run).
+        """
+        load = self.info.load
+        return max(load.duration_s, report.totals.test_duration_s - load.timeout_s)
+
+    def record(self) -> dict[str, Any]:
+        """A flat record, one row of a tidy table, in the simulator's metric names.
+
+        Rates from httperf are summed over its processes, each process's
+        totals over its own load window (:meth:`load_window_s`), so that they
+        estimate the steady rates a simulation measures after its warm-up.
+        ``httperf_*`` fields keep httperf's own convention (totals over
+        test-duration).  Kernel counters are divided by the longest window;
+        they count every socket of the host, not only the measured server.
+        """
+        info, reports = self.info, self.reports
+
+        def per_s(attr: str, convention: str = "window") -> float:
+            total = 0.0
+            for r in reports:
+                value: Any = r
+                for part in attr.split("."):
+                    value = getattr(value, part)
+                span = self.load_window_s(r) if convention == "window" else r.totals.test_duration_s
+                total += value / span if span else 0.0
+            return total
+
+        window = max(self.load_window_s(r) for r in reports)
+        d = self.counter_deltas
+
+        def counter_rate(name: str) -> float:
+            return d.get(name, 0) / window if window else math.nan
+
+        connections = sum(r.totals.connections for r in reports)
+        replies = sum(r.totals.replies for r in reports)
+        samples = sum(r.reply_rate.samples for r in reports)
+        errors = {
+            name: sum(getattr(r.errors, name) for r in reports)
+            for name in (
+                "total",
+                "client_timo",
+                "socket_timo",
+                "connrefused",
+                "connreset",
+                "fd_unavail",
+                "addrunavail",
+                "ftab_full",
+                "other",
+            )
+        }
+        weighted_response = (
+            sum(r.reply_time.response_ms * r.totals.replies for r in reports) / replies
+            if replies
+            else None
+        )
+        record: dict[str, Any] = {
+            "run": self.path.name,
+            "label": info.label,
+            "server": info.server.name,
+            "multi_accept": info.server.multi_accept,
+            "worker_processes": info.server.worker_processes,
+            "backlog": info.server.backlog,
+            "kernel": info.kernel.profile,
+            "kernel_release": info.kernel.release,
+            "target_rate_per_s": info.load.target_rate_per_s,
+            "duration_s": info.load.duration_s,
+            "timeout_s": info.load.timeout_s,
+            "file_size_bytes": info.load.file_size_bytes,
+            "httperf_processes": len(reports),
+            "repeat": info.host.repeat,
+            "test_duration_s": self.test_duration_s,
+            "load_window_s": window,
+            "reply_rate_per_s": per_s("totals.replies"),
+            "connection_rate_per_s": per_s("totals.connections"),
+            "request_rate_per_s": per_s("totals.requests"),
+            "client_timeouts_per_s": per_s("errors.client_timo"),
+            "httperf_reply_rate_per_s": per_s("totals.replies", "httperf"),
+            "httperf_connection_rate_per_s": per_s("totals.connections", "httperf"),
+            "httperf_reply_rate_avg_per_s": (
+                sum(r.reply_rate.avg_per_s for r in reports) if samples else None
+            ),
+            "httperf_reply_rate_samples": samples,
+            "response_time_ms.mean": weighted_response,
+            "connections.attempted": connections,
+            "connections.completed": replies,
+            "connections.timed_out": errors["client_timo"],
+            "replies_2xx": sum(r.reply_status.s2xx for r in reports),
+            "client_cpus_used": sum(r.cpu_time.total_pct for r in reports) / 100.0,
+            "max_connect_burst": max((r.max_connect_burst or 0) for r in reports),
+            "client_limited": self.client_limited,
+            "max_concurrent_connections": sum(r.connection_rate.max_concurrent for r in reports),
+            "listen_overflows_per_s": counter_rate("TcpExtListenOverflows"),
+            "listen_drops_per_s": counter_rate("TcpExtListenDrops"),
+            "drops_per_s.listen_overflow": counter_rate("TcpExtListenOverflows"),
+            "drops_per_s.syn_q_full": counter_rate("TcpExtTCPReqQFullDrop"),
+            "drops_per_s.total": counter_rate("TcpExtListenDrops"),
+            "syncookies_sent_per_s": counter_rate("TcpExtSyncookiesSent"),
+            "req_q_full_do_cookies_per_s": counter_rate("TcpExtTCPReqQFullDoCookies"),
+            "tcp_retrans_segs_per_s": counter_rate("TcpRetransSegs"),
+        }
+        record.update({f"errors.{k}": v for k, v in errors.items()})
+        return record
+
+
+def load_run(directory: str | Path) -> MeasuredRun:
+    """Read and check one run directory (``ConfigError`` or ``ParseError`` if it is bad)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ParseError(directory, 0, "not a run directory")
+    info = read_run_info(directory / RUN_FILE)
+    reports = tuple(read_httperf(directory / HTTPERF_FILE))
+    if len(reports) != info.load.processes:
+        raise ParseError(
+            directory / HTTPERF_FILE,
+            0,
+            f"{len(reports)} httperf summaries but run.toml says load.processes = "
+            f"{info.load.processes}",
+        )
+    before = read_counters(directory / name for name in info.counters.before)
+    after = read_counters(directory / name for name in info.counters.after)
+    return MeasuredRun(directory, info, reports, before, after)
+
+
+def find_runs(root: str | Path) -> list[Path]:
+    """Every run directory (one holding a run.toml) under ``root``, sorted."""
+    return sorted(p.parent for p in Path(root).rglob(RUN_FILE))
+
+
+def load_runs(dirs: Iterable[str | Path]) -> list[MeasuredRun]:
+    return [load_run(d) for d in dirs]
+
+
+def to_frame(runs: Iterable[MeasuredRun]) -> Any:
+    """A pandas DataFrame, one row per run."""
+    import pandas as pd
+
+    return pd.DataFrame([run.record() for run in runs])

@@ -1,0 +1,258 @@
+"""``run.toml``: what was measured, validated like every other configuration.
+
+Schema (``format = "acceptsim-measured-run/1"``; every table is optional
+except ``[server]`` and ``[load]``; keys not given take the documented
+default; unknown keys or bad values raise :class:`ConfigError` naming the
+file and the key)::
+
+    format = "acceptsim-measured-run/1"   # required
+    label = "nginx multi_accept=on 2000/s #1"
+
+    [server]                  # ServerInfo
+    name = "nginx"            # required
+    version = "1.22.1"
+    worker_processes = 1
+    multi_accept = true
+    events = "epoll"
+    backlog = 128             # listen(2) backlog asked for
+    cpus = "0"                # taskset CPU list of the server ("" = not pinned)
+
+    [kernel]                  # KernelInfo
+    profile = "linux-modern"  # the simulator's kernel profile for this host
+    release = "6.1.0-18-amd64"
+    somaxconn = 4096
+    tcp_max_syn_backlog = 1024
+    tcp_syncookies = 1
+
+    [load]                    # LoadInfo
+    tool = "httperf"
+    target_rate_per_s = 2000.0    # required: aggregate over all processes
+    duration_s = 10.0             # required: target_rate_per_s x duration_s connections
+    timeout_s = 1.0               # required: httperf --timeout
+    processes = 2                 # httperf processes sharing the rate
+    spacing = "poisson"           # httperf --period=e (poisson) or --rate (deterministic)
+    file_size_bytes = 900
+    uri = "/f900.html"
+    address = "127.0.0.1"
+    port = 18080
+    cpus = "1"
+
+    [counters]                # file names relative to the run directory
+    before = ["counters-before.txt"]
+    after = ["counters-after.txt"]
+
+    [host]                    # HostInfo
+    cpus = 2
+    repeat = 1
+    started_at = "2026-11-22T00:30:00Z"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.errors import ConfigError
+from sim.params import Params, param
+
+FORMAT = "acceptsim-measured-run/1"
+
+
+@dataclass(frozen=True)
+class ServerInfo(Params):
+    _prefix = "server."
+    name: str = param("nginx", unit="", doc="server software (required)")
+    version: str = param("", unit="", doc="server version ('' = not recorded)")
+    worker_processes: int = param(1, unit="processes", ge=1, doc="nginx worker_processes")
+    multi_accept: bool = param(False, unit="", doc="nginx multi_accept (nginx's default: off)")
+    events: str = param("epoll", unit="", doc="event mechanism (nginx 'use')")
+    backlog: int = param(128, unit="connections", ge=1, doc="listen(2) backlog asked for")
+    cpus: str = param("", unit="", doc="CPU list the server was pinned to ('' = not pinned)")
+
+
+@dataclass(frozen=True)
+class KernelInfo(Params):
+    _prefix = "kernel."
+    profile: str = param(
+        "linux-modern",
+        unit="",
+        choices=("linux-modern", "linux-2.4"),
+        doc="the simulator's kernel profile matching this host",
+    )
+    release: str = param("", unit="", doc="uname -r ('' = not recorded)")
+    somaxconn: int = param(4096, unit="connections", ge=1, doc="net.core.somaxconn")
+    tcp_max_syn_backlog: int = param(
+        1024, unit="requests", ge=1, doc="net.ipv4.tcp_max_syn_backlog"
+    )
+    tcp_syncookies: int = param(
+        1, unit="", choices=(0, 1, 2), doc="net.ipv4.tcp_syncookies"
+    )
+
+
+@dataclass(frozen=True)
+class LoadInfo(Params):
+    _prefix = "load."
+    tool: str = param("httperf", unit="", choices=("httperf",), doc="load generator")
+    target_rate_per_s: float = param(
+        1.0, unit="connections/s", gt=0.0, doc="aggregate target rate (required)"
+    )
+    duration_s: float = param(
+        1.0, unit="s", gt=0.0, doc="target duration: each process makes rate x duration conns"
+    )
+    timeout_s: float = param(1.0, unit="s", gt=0.0, doc="httperf --timeout (required)")
+    processes: int = param(1, unit="processes", ge=1, doc="httperf processes sharing the rate")
+    spacing: str = param(
+        "deterministic",
+        unit="",
+        choices=("poisson", "deterministic"),
+        doc="connection spacing: httperf --period=e (poisson) or --rate (deterministic)",
+    )
+    file_size_bytes: int = param(0, unit="bytes", ge=0, doc="size of the file fetched (0 = ?)")
+    uri: str = param("/", unit="", doc="URI requested")
+    address: str = param("127.0.0.1", unit="", doc="server address")
+    port: int = param(80, unit="", ge=1, le=65535, doc="server port")
+    cpus: str = param("", unit="", doc="CPU list the clients were pinned to ('' = not pinned)")
+
+
+@dataclass(frozen=True)
+class HostInfo(Params):
+    _prefix = "host."
+    cpus: int = param(1, unit="cpus", ge=1, doc="online CPUs of the machine")
+    repeat: int = param(1, unit="", ge=1, doc="repetition number of this point")
+    started_at: str = param("", unit="", doc="UTC start time, ISO 8601 ('' = not recorded)")
+
+
+@dataclass(frozen=True)
+class CounterFiles:
+    before: tuple[str, ...] = ("counters-before.txt",)
+    after: tuple[str, ...] = ("counters-after.txt",)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The validated contents of one ``run.toml``."""
+
+    server: ServerInfo
+    kernel: KernelInfo
+    load: LoadInfo
+    counters: CounterFiles
+    host: HostInfo
+    label: str = ""
+    format: str = FORMAT
+
+    def to_toml(self) -> str:
+        lines = [f"format = {_toml(self.format)}"]
+        if self.label:
+            lines.append(f"label = {_toml(self.label)}")
+        for name in ("server", "kernel", "load", "counters", "host"):
+            section = getattr(self, name)
+            lines.append(f"\n[{name}]")
+            values = (
+                dataclasses.asdict(section)
+                if isinstance(section, CounterFiles)
+                else section.to_dict()
+            )
+            lines.extend(f"{k} = {_toml(v)}" for k, v in values.items())
+        return "\n".join(lines) + "\n"
+
+
+TABLES: dict[str, type[Params]] = {
+    "server": ServerInfo,
+    "kernel": KernelInfo,
+    "load": LoadInfo,
+    "host": HostInfo,
+}
+REQUIRED = {"server": ("name",), "load": ("target_rate_per_s", "duration_s", "timeout_s")}
+TOP_LEVEL = ("format", "label", "server", "kernel", "load", "counters", "host")
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+def _table(path: str, data: Mapping[str, Any], name: str) -> Any:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: {name}", value, "a table")
+    return value
+
+
+def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> RunInfo:
+    """Validate the parsed TOML of a ``run.toml``; errors name ``path`` and the key."""
+    path = str(path)
+    for key in data:
+        if key not in TOP_LEVEL:
+            raise ConfigError(
+                f"{path}: {key}", data[key], "unknown key; allowed: " + ", ".join(TOP_LEVEL)
+            )
+    if data.get("format") != FORMAT:
+        raise ConfigError(f"{path}: format", data.get("format"), repr(FORMAT))
+    label = data.get("label", "")
+    if not isinstance(label, str):
+        raise ConfigError(f"{path}: label", label, "a string")
+    built: dict[str, Any] = {}
+    for name, cls in TABLES.items():
+        table = _table(path, data, name)
+        if name in REQUIRED and name not in data:
+            raise ConfigError(f"{path}: {name}", None, "a table (required)")
+        for key in REQUIRED.get(name, ()):
+            if key not in table:
+                raise ConfigError(f"{path}: {name}.{key}", None, "a value (required)")
+        try:
+            built[name] = cls.from_dict(table)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc.field}", exc.value, exc.allowed) from None
+        except TypeError:  # a key that is not a string (cannot happen in TOML) or similar
+            raise ConfigError(f"{path}: {name}", table, "a table of known keys") from None
+    counters = _table(path, data, "counters")
+    files: dict[str, tuple[str, ...]] = {}
+    for key in counters:
+        if key not in ("before", "after"):
+            raise ConfigError(
+                f"{path}: counters.{key}", counters[key], "unknown key; allowed: before, after"
+            )
+    for key, default in (("before", CounterFiles.before), ("after", CounterFiles.after)):
+        value = counters.get(key, list(default))
+        if isinstance(value, str):
+            value = [value]
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, str) and v and not Path(v).is_absolute() for v in value)
+        ):
+            raise ConfigError(
+                f"{path}: counters.{key}", value, "a non-empty list of relative file names"
+            )
+        files[key] = tuple(value)
+    return RunInfo(
+        server=built["server"],
+        kernel=built["kernel"],
+        load=built["load"],
+        counters=CounterFiles(**files),
+        host=built["host"],
+        label=label,
+    )
+
+
+def read_run_info(path: str | Path) -> RunInfo:
+    """Read and validate a ``run.toml`` file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError("run.toml", str(path), "an existing file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "(file)", f"valid TOML ({exc})") from None
+    return parse_run_info(data, path)

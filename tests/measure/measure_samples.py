@@ -1,0 +1,49 @@
+"""Hand-made inputs shared by the measured-run tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acceptsim.measure import find_runs
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "measured"
+RUN_DIRS = find_runs(DATA)
+
+#: a well-formed single-process httperf 0.9 summary (copied from a real run)
+HTTPERF_ONE = (
+    "httperf --timeout=1 --client=0/1 --server=127.0.0.1 --port=18080 --uri=/index.html "
+    "--rate=500 --send-buffer=4096 --recv-buffer=16384 --num-conns=2500 --num-calls=1\n"
+) + """\
+Maximum connect burst length: 4
+
+Total: connections 2500 requests 2500 replies 2500 test-duration 4.998 s
+
+Connection rate: 500.2 conn/s (2.0 ms/conn, <=4 concurrent connections)
+Connection time [ms]: min 0.0 avg 0.3 max 7.6 median 0.5 stddev 0.9
+Connection time [ms]: connect 0.0
+Connection length [replies/conn]: 1.000
+
+Request rate: 500.2 req/s (2.0 ms/req)
+Request size [B]: 72.0
+
+Reply rate [replies/s]: min 0.0 avg 0.0 max 0.0 stddev 0.0 (0 samples)
+Reply time [ms]: response 0.3 transfer 0.0
+Reply size [B]: header 238.0 content 900.0 footer 0.0 (total 1138.0)
+Reply status: 1xx=0 2xx=2500 3xx=0 4xx=0 5xx=0
+
+CPU time [s]: user 0.93 system 2.38 (user 18.6% system 47.7% total 66.2%)
+Net I/O: 591.0 KB/s (4.8*10^6 bps)
+
+Errors: total 0 client-timo 0 socket-timo 0 connrefused 0 connreset 0
+Errors: fd-unavail 0 addrunavail 0 ftab-full 0 other 0
+"""
+
+#: the session lines httperf adds with --wsess / --wsesslog
+SESSION_LINES = """\
+
+Session rate [sess/s]: min 9.80 avg 10.00 max 10.20 stddev 0.14 (100/100)
+Session: avg 3.00 connections/session
+Session lifetime [s]: 0.3
+Session failtime [s]: 0.0
+Session length histogram: 0 0 0 100
+"""

@@ -1,0 +1,222 @@
+"""``acceptsim measure``: input checks, tool checks and the testbed's plan, without running it.
+
+The real drive of nginx and httperf is in ``test_measure_end_to_end`` behind
+``@pytest.mark.slow`` (CI machines may lack the Debian packages).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from acceptsim.cli import main
+from acceptsim.measure import load_run
+from acceptsim.measure.harness import (
+    ADDRESS,
+    HTTPERF_MAX_OPEN,
+    HarnessError,
+    Nginx,
+    Plan,
+    check_tools,
+    cpu_split,
+    httperf_commands,
+    nginx_conf,
+)
+from sim.errors import ConfigError
+
+ARGS = ["measure", "--multi-accept", "on", "--rates", "500", "--duration", "2", "--repeats", "1"]
+
+
+def plan(**changes: object) -> Plan:
+    fields: dict[str, object] = dict(
+        server="nginx", multi_accept=True, rates_per_s=(1000.0, 12000.0), duration_s=10.0,
+        repeats=2, timeout_s=1.0, file_size_bytes=1024, port=18080, spacing="poisson",
+        processes=None, pause_s=0.0,
+    )
+    fields.update(changes)
+    return Plan(**fields)  # type: ignore[arg-type]
+
+
+def script(directory: Path, name: str, body: str) -> None:
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def test_missing_tools_are_named_with_how_to_install_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    out = tmp_path / "out"
+    assert main([*ARGS, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "missing tools: httperf, nginx" in err
+    assert "apt-get install httperf nginx-light iproute2" in err
+    assert not out.exists()
+
+
+def test_only_the_missing_tool_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script(bin_dir, "httperf", "exit 0")
+    script(bin_dir, "taskset", 'shift 2; exec "$@"')
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert main([*ARGS, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "missing tools: nginx;" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--multi-accept", "maybe"], "--multi-accept"),
+        (["--rates", "100,-3"], "--rates"),
+        (["--rates", "fast"], "--rates"),
+        (["--rates", "300000", "--duration", "10"], "--rates"),
+        (["--duration", "0"], "--duration"),
+        (["--duration", "3600"], "--duration"),
+        (["--repeats", "0"], "--repeats"),
+        (["--repeats", "1.5"], "--repeats"),
+        (["--server", "apache"], "--server"),
+        (["--port", "80"], "--port"),
+        (["--processes", "500"], "--processes"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(
+    args: list[str], field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main([*ARGS, *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acceptsim measure: error: " + field) and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_plan_rejects_unbounded_work() -> None:
+    with pytest.raises(ConfigError, match="rates x repeats"):
+        plan(rates_per_s=tuple(range(1, 102)), repeats=2)
+    with pytest.raises(ConfigError, match="--timeout"):
+        plan(timeout_s=0.0)
+
+
+@pytest.mark.parametrize("rate", [1.0, 500.0, 3000.0, 12000.0, 40000.0])
+@pytest.mark.parametrize("timeout", [0.5, 1.0, 5.0])
+def test_load_is_split_so_no_httperf_needs_more_descriptors_than_it_has(
+    rate: float, timeout: float
+) -> None:
+    p = plan(rates_per_s=(rate,), timeout_s=timeout)
+    commands = httperf_commands(p, rate, "/f1024.html")
+    n = len(commands)
+    assert n == p.processes_for(rate)
+    # even if every connection waits the whole timeout
+    assert rate / n * timeout <= HTTPERF_MAX_OPEN or n == 64
+    conns = [int(a.split("=")[1]) for c in commands for a in c if a.startswith("--num-conns=")]
+    assert sum(conns) == pytest.approx(rate * p.duration_s, rel=0.01, abs=n)
+    for i, c in enumerate(commands):
+        assert c[0] == "httperf" and f"--server={ADDRESS}" in c and f"--client={i}/{n}" in c
+        assert f"--timeout={timeout:g}" in c and "--num-calls=1" in c
+        period = next(a for a in c if a.startswith("--period=e"))
+        assert float(period[len("--period=e"):]) == pytest.approx(n / rate, rel=1e-6)
+
+
+def test_deterministic_spacing_uses_httperf_rate() -> None:
+    (command,) = httperf_commands(plan(spacing="deterministic"), 500.0, "/x")
+    assert "--rate=500" in command and not any(a.startswith("--period") for a in command)
+
+
+def test_nginx_config_is_one_worker_epoll_backlog_128_on_loopback_only(tmp_path: Path) -> None:
+    for on in (True, False):
+        conf = nginx_conf(tmp_path, on, 18099)
+        assert "worker_processes 1;" in conf and "use epoll;" in conf
+        assert f"multi_accept {'on' if on else 'off'};" in conf
+        listens = [ln.strip() for ln in conf.splitlines() if ln.strip().startswith("listen")]
+        assert listens == ["listen 127.0.0.1:18099 backlog=128;"]
+        assert "daemon off;" in conf and str(tmp_path) in conf
+
+
+def test_server_and_clients_get_different_cpus() -> None:
+    assert cpu_split([0]) == ("", "")
+    assert cpu_split([0, 1]) == ("0", "1")
+    assert cpu_split([2, 3, 5]) == ("2", "3,5")
+
+
+def test_nginx_that_fails_to_start_is_reported_and_cleaned_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script(bin_dir, "nginx", 'echo "nginx: [emerg] bind() failed (98: Address in use)" >&2; exit 1')
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    with pytest.raises(HarnessError, match="nginx exited at start: .*Address in use"):
+        with Nginx(plan(), "", str(bin_dir / "nginx")):
+            pass
+    assert list(work.iterdir()) == []
+
+
+def test_check_tools_finds_them_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("httperf", "nginx"):
+        script(bin_dir, name, "exit 0")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    found = check_tools(need_taskset=False)
+    assert found["httperf"] == str(bin_dir / "httperf") and found["nstat"] is None
+    with pytest.raises(HarnessError, match="taskset"):
+        check_tools(need_taskset=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((ADDRESS, 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_measure_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not (shutil.which("httperf") and shutil.which("nginx")):
+        pytest.skip("httperf and nginx are not installed (Debian: httperf nginx-light)")
+    port = _free_port()
+    out = tmp_path / "runs"
+    status = main(
+        ["measure", "--multi-accept", "off", "--rates", "300,600", "--duration", "3",
+         "--repeats", "1", "--timeout", "1", "--pause", "0", "--port", str(port),
+         "--out", str(out)]
+    )
+    assert status == 0, capsys.readouterr().err
+    runs = sorted(out.iterdir())
+    assert [p.name for p in runs] == [
+        "nginx-multi_accept-off-rate-000300-rep-1",
+        "nginx-multi_accept-off-rate-000600-rep-1",
+    ]
+    for run_dir, rate in zip(runs, (300, 600), strict=True):
+        record = load_run(run_dir).record()
+        assert record["reply_rate_per_s"] == pytest.approx(rate, rel=0.15)
+        assert record["errors.total"] == 0 and record["multi_accept"] is False
+    # nginx is gone: nothing listens on the port any more
+    with socket.socket() as s, pytest.raises(OSError):
+        s.settimeout(1.0)
+        s.connect((ADDRESS, port))
+    assert os.path.isdir(out)
+
+
+def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind((ADDRESS, 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        with pytest.raises(HarnessError, match="in use"):
+            with Nginx(plan(port=port), "", "/nonexistent/nginx"):
+                pass

@@ -1,0 +1,110 @@
+"""run.toml: the schema is validated, and errors name the file and the key."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from measure_samples import RUN_DIRS
+
+from acceptsim.measure import parse_run_info, read_run_info
+from acceptsim.measure.runfile import FORMAT
+from sim.errors import ConfigError
+
+MINIMAL: dict[str, Any] = {
+    "format": FORMAT,
+    "server": {"name": "nginx"},
+    "load": {"target_rate_per_s": 1000, "duration_s": 10, "timeout_s": 1},
+}
+
+
+def with_change(table: str | None, key: str, value: Any) -> dict[str, Any]:
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in MINIMAL.items()}
+    if table is None:
+        data[key] = value
+    else:
+        data.setdefault(table, {})[key] = value
+    return data
+
+
+def test_minimal_file_takes_documented_defaults() -> None:
+    info = parse_run_info(MINIMAL)
+    assert info.server.name == "nginx" and info.server.multi_accept is False
+    assert info.load.target_rate_per_s == 1000.0 and isinstance(info.load.target_rate_per_s, float)
+    assert info.kernel.profile == "linux-modern"
+    assert info.counters.before == ("counters-before.txt",)
+
+
+def test_recorded_files_validate_and_round_trip(run_dir: Path) -> None:
+    info = read_run_info(run_dir / "run.toml")
+    assert info.server.name == "nginx" and info.server.backlog == 128
+    assert info.server.worker_processes == 1 and info.server.events == "epoll"
+    assert info.load.address == "127.0.0.1"
+    again = parse_run_info(tomllib.loads(info.to_toml()))
+    assert again == info
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "value", "field", "allowed"),
+    [
+        (None, "colour", "red", "colour", "unknown key"),
+        ("server", "multi_acept", True, "server.multi_acept", "unknown key; allowed: name"),
+        ("server", "multi_accept", "yes", "server.multi_accept", "true or false"),
+        ("server", "backlog", 0, "server.backlog", ">= 1"),
+        ("load", "target_rate_per_s", -5, "load.target_rate_per_s", "> 0"),
+        ("load", "target_rate_per_s", "fast", "load.target_rate_per_s", "a number"),
+        ("load", "spacing", "bursty", "load.spacing", "one of 'poisson'"),
+        ("load", "port", 70000, "load.port", "<= 65535"),
+        ("kernel", "profile", "linux-3.1", "kernel.profile", "one of"),
+        ("kernel", "tcp_syncookies", 3, "kernel.tcp_syncookies", "one of 0, 1, 2"),
+        ("host", "repeat", 1.5, "host.repeat", "an integer"),
+        ("counters", "before", [], "counters.before", "non-empty list"),
+        ("counters", "after", ["/etc/passwd"], "counters.after", "relative file names"),
+        ("counters", "during", ["x"], "counters.during", "unknown key"),
+        (None, "format", "acceptsim-measured-run/0", "format", FORMAT),
+        (None, "server", "nginx", "server", "a table"),
+    ],
+)
+def test_bad_keys_and_values_name_file_and_key(
+    table: str | None, key: str, value: Any, field: str, allowed: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_run_info(with_change(table, key, value), "runs/a/run.toml")
+    assert info.value.field == f"runs/a/run.toml: {field}"
+    assert allowed in info.value.allowed
+    assert str(info.value).startswith(f"runs/a/run.toml: {field}=")
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [("server", "name"), ("load", "target_rate_per_s"), ("load", "duration_s"),
+     ("load", "timeout_s")],
+)
+def test_required_keys(table: str, key: str) -> None:
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in MINIMAL.items()}
+    del data[table][key]
+    with pytest.raises(ConfigError, match=f"run.toml: {table}.{key}=None .*required"):
+        parse_run_info(data)
+
+
+def test_required_table() -> None:
+    data = dict(MINIMAL)
+    del data["load"]
+    with pytest.raises(ConfigError, match="load"):
+        parse_run_info(data)
+
+
+def test_unreadable_toml_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text("format = \n")
+    with pytest.raises(ConfigError, match="valid TOML") as info:
+        read_run_info(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(ConfigError, match="an existing file"):
+        read_run_info(tmp_path / "missing.toml")
+
+
+def test_every_recorded_run_has_its_own_file() -> None:
+    assert len({p.resolve() for p in RUN_DIRS}) == len(RUN_DIRS)
