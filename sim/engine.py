@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import simpy
 from simpy.core import EmptySchedule, Infinity
 
+from sim.cpu import BLOCK
+
 if TYPE_CHECKING:
     from sim.cpu import Cpu
 
@@ -145,14 +147,30 @@ class Environment(simpy.Environment):
             raise ValueError(f"until={at} lies before the current time {self._now}")
         queue = self._queue
         cpu = self.cpu
-        complete_burst = cpu.complete_burst
+        task_time = cpu.task_time
         call_cls = Call
+        block = BLOCK
         while True:
             t = queue[0][0] if queue else Infinity
             task_end = cpu.task_end
             if task_end <= t and task_end <= at:
+                # the task's burst ends first: run it to its next yield
+                # (Cpu.complete_burst, inlined: this is the engine's hottest path)
                 self._now = task_end
-                complete_burst()
+                try:
+                    item = next(cpu._task)  # type: ignore[arg-type]
+                except StopIteration:
+                    cpu._task = None
+                    cpu.task_end = Infinity
+                    continue
+                if item is block:
+                    cpu.task_end = Infinity
+                    continue
+                category, cost = item
+                cpu._category = category
+                task_time[category] += cost
+                free = cpu.kernel_free_at
+                cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
             if t > at:
                 self._now = at

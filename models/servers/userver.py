@@ -139,7 +139,8 @@ class Userver:
                 for conn in ready:
                     conn.ready = False
                     if conn.pending:
-                        client.check_client_gone(conn)
+                        if not conn.eof and self.env._now >= conn.deadline + client.owd:
+                            client.check_client_gone(conn)
                         conn.pending -= 1
                         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
                         client.reply(conn)
