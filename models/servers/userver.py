@@ -103,6 +103,25 @@ class Userver:
     def select_cost(self) -> float:
         return self.costs.select_base_s + self.costs.select_per_fd_s * (self.open + 1)
 
+    def listen_ready(self) -> bool:
+        """Would getevents report the listening socket readable?"""
+        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
+
+    def getevents(self):  # type: ignore[no-untyped-def]
+        """Phase 1, ``select()``: scan every descriptor; sleep and rescan if none is ready.
+
+        Returns the connections reported ready, in the order they became so.
+        Subclasses model other event-dispatch mechanisms by overriding this
+        (``self.ready`` is kept up to date by :meth:`readable`).
+        """
+        yield GETEVENTS, self.select_cost()
+        while not self.ready and not self.listen_ready():
+            yield BLOCK
+            yield GETEVENTS, self.select_cost()
+        self.select_calls += 1
+        ready, self.ready = self.ready, []
+        return ready
+
     def run(self):  # type: ignore[no-untyped-def]
         costs = self.costs
         listen = self.listen
@@ -111,12 +130,7 @@ class Userver:
         client = self.client
         while True:
             # 1. getevents
-            yield GETEVENTS, self.select_cost()
-            while not self.ready and not (accept_queue and self.open < max_open):
-                yield BLOCK
-                yield GETEVENTS, self.select_cost()
-            self.select_calls += 1
-            ready, self.ready = self.ready, []
+            ready = yield from self.getevents()
             # 2. accept
             if accept_queue and self.open < max_open:
                 limit = self.policy.accept_limit(self)
