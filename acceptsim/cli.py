@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from acceptsim import __version__
-from acceptsim.commands import reproduce, run
+from acceptsim.commands import bench, reproduce, run, sweep
 from sim.errors import ConfigError
 
-COMMANDS = [run, reproduce]
+COMMANDS = [run, reproduce, sweep, bench]
 
 
 class _Parser(argparse.ArgumentParser):
