@@ -410,6 +410,12 @@ def resolve(
         for key, values in spec_sweep.items():
             if not values:
                 raise ConfigError(f"sweep.{key}", values, "a non-empty list")
+        for key, value in (overrides or {}).items():
+            if key in spec_sweep:
+                raise ConfigError(
+                    key, value, f"not a base override: the scenario sweeps {key}; replace its "
+                    "list instead (sweep_overrides / --vary)",
+                )  # fmt: skip
         base = {**scenario.base, **(overrides or {})}
         resolved = Scenario(**{**scenario.__dict__, "base": base, "sweep": spec_sweep})
         spec = {"scenario": scenario.name, "base": base, "sweep": spec_sweep}
