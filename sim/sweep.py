@@ -57,6 +57,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -65,7 +66,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import TqdmWarning
+
+with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar, no warning
+    warnings.simplefilter("ignore", TqdmWarning)
+    from tqdm.auto import tqdm
 
 from sim.errors import ConfigError
 from sim.results import flatten, json_safe
@@ -159,7 +164,9 @@ class Task:
 
 
 def make_tasks(
-    configs: Sequence[Mapping[str, Any]], replications: Sequence[int] | int, seed_field: str = "seed"
+    configs: Sequence[Mapping[str, Any]],
+    replications: Sequence[int] | int,
+    seed_field: str = "seed",
 ) -> list[Task]:
     """Tasks for each config and each of its replications, point-major."""
     counts = [replications] * len(configs) if isinstance(replications, int) else replications
@@ -259,7 +266,9 @@ def _execute_dask(
         try:
             client = distributed.Client(scheduler, timeout="10s")
         except OSError as exc:
-            raise ConfigError("scheduler", scheduler, f"a reachable Dask scheduler ({exc})") from None
+            raise ConfigError(
+                "scheduler", scheduler, f"a reachable Dask scheduler ({exc})"
+            ) from None
     else:
         client = scheduler  # a distributed.Client the caller manages
     futures = []
@@ -385,7 +394,7 @@ def versions(*functions: Callable[..., Any]) -> dict[str, str]:
     return out
 
 
-# -- the experiment level ----------------------------------------------------------------------------
+# -- the experiment level ---------------------------------------------------------------------
 def _default_domain() -> Any:
     """The web-server domain's run functions, imported only when a sweep needs them."""
     return importlib.import_module("models.runner")
@@ -482,9 +491,10 @@ def sweep(
     name, points, spec = resolve(scenario, overrides, sweep_overrides, domain)
     configs = [normalise(p) for p in points]  # validate everything up front
     config_columns = list(dict.fromkeys(c for cfg in configs for c in flatten(cfg)))
+    flat = [flatten(cfg) for cfg in configs]
     varied = [
         c for c in config_columns
-        if c != seed_field and len({json.dumps(_canonical(flatten(cfg).get(c))) for cfg in configs}) > 1
+        if c != seed_field and len({json.dumps(_canonical(f.get(c))) for f in flat}) > 1
     ]  # fmt: skip
     counts = [max(replications, stop.min_replications if stop else 1)] * len(configs)
     description = {

@@ -93,7 +93,7 @@ def test_mm1_intervals_cover_the_closed_form_about_95_percent_of_the_time() -> N
     points = [{**MM1, "seed": s} for s in range(100)]
     frame = sim.sweep(points, run=mm1_run, normalise=identity, replications=10, progress=False)
     exact = 1.0 / (MM1["service_rate"] - MM1["arrival_rate"])
-    covered = [mean_ci(g["mean_sojourn_time"]).covers(exact) for _, g in frame.groupby("seed")]
+    covered = [mean_ci(g["mean_sojourn_time"]).covers(exact) for _, g in frame.groupby("base_seed")]
     assert np.mean(covered) >= 0.88
 
 
