@@ -229,6 +229,36 @@ def test_an_interrupted_sweep_resumes_to_the_same_table(tmp_path: Path,
     assert again.calls == 0
 
 
+class DiesOn:
+    """A run function whose worker process dies (no exception, no cleanup) on one rate."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+
+    def __call__(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        if point["rate_per_s"] == self.rate:
+            time.sleep(0.3)  # let the other worker finish something first
+            os._exit(1)
+        from models.runner import run_point
+
+        return run_point(point)
+
+
+def test_a_sweep_whose_worker_dies_resumes_to_the_same_table(
+    tmp_path: Path, serial: pd.DataFrame
+) -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    out = tmp_path / "sweep"
+    with pytest.raises(BrokenProcessPool):
+        sim.sweep("userver-one-packet", run=DiesOn(22000.0), replications=2, jobs=2, out=out,
+                  progress=False, **SMALL)  # fmt: skip
+    assert 1 <= len(list((out / "parts").glob("*.parquet"))) < len(serial)
+    resumed = sim.sweep("userver-one-packet", replications=2, jobs=2, out=out, resume=True,
+                        progress=False, **SMALL)  # fmt: skip
+    pd.testing.assert_frame_equal(deterministic(resumed), deterministic(serial))
+
+
 CLI_ARGS = ["userver-one-packet", "--duration", "0.6", "--warmup", "0.2",
             "--vary", "rate_per_s=8000,22000", "--replications", "2", "--quiet"]  # fmt: skip
 
