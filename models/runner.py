@@ -23,7 +23,7 @@ from typing import Any
 from models.experiment import RunConfig, simulate
 from sim import scenario as scenario_mod
 from sim.errors import ConfigError
-from sim.stats import mser5
+from sim.stats import MSER_BATCH, mser5
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -45,7 +45,16 @@ def load_scenario(name: str) -> scenario_mod.Scenario:
 
 def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
     """The full configuration of a point, validated (raises ConfigError)."""
-    return RunConfig.from_dict(point).to_dict()
+    config = RunConfig.from_dict(point)
+    if config.series_interval_s > 0:
+        values = int(config.duration_s / config.series_interval_s + 1e-9)
+        if values < 2 * MSER_BATCH:
+            raise ConfigError(
+                "series_interval_s", config.series_interval_s,
+                f"at most duration_s / {2 * MSER_BATCH} ({config.duration_s:g} s / "
+                f"{2 * MSER_BATCH}): MSER-5 needs {2 * MSER_BATCH} values per run",
+            )  # fmt: skip
+    return config.to_dict()
 
 
 def run_point(point: Mapping[str, Any]) -> dict[str, Any]:

@@ -531,6 +531,8 @@ def sweep(
         frame = pd.DataFrame([rows[t.key] for t in tasks])
         if stop is None:
             break
+        if stop.metric not in frame.columns:
+            raise ConfigError("metric", stop.metric, "a column of the run records")
         new_counts = [
             stop.replications_needed(
                 pd.to_numeric(group[stop.metric], errors="coerce").to_numpy(dtype=float)

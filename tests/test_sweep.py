@@ -320,3 +320,18 @@ def test_mser5_columns_appear_when_a_sweep_asks_for_a_series() -> None:
     assert 0 <= row["warmup_mser5_s"] <= 1.0
     assert row["reply_rate_mser5_per_s"] == pytest.approx(15000, rel=0.05)
     assert "replies_per_interval" not in frame.columns
+
+
+def test_an_error_in_a_worker_reaches_the_caller_as_the_same_error() -> None:
+    with pytest.raises(ConfigError, match="boom"):
+        run_many(raise_config_error, [{"i": 0}, {"i": 1}], jobs=2, progress=False)
+
+
+def raise_config_error(point: Mapping[str, Any]) -> dict[str, Any]:
+    raise ConfigError("boom", point["i"], "nothing")
+
+
+def test_a_series_too_short_for_mser5_is_refused_before_running() -> None:
+    with pytest.raises(ConfigError, match="series_interval_s"):
+        sim.sweep("userver-one-packet", overrides={"duration_s": 0.5, "warmup_s": 0.1, "series_interval_s": 0.1},
+                  progress=False)  # fmt: skip
