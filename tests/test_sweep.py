@@ -333,5 +333,5 @@ def raise_config_error(point: Mapping[str, Any]) -> dict[str, Any]:
 
 def test_a_series_too_short_for_mser5_is_refused_before_running() -> None:
     with pytest.raises(ConfigError, match="series_interval_s"):
-        sim.sweep("userver-one-packet", overrides={"duration_s": 0.5, "warmup_s": 0.1, "series_interval_s": 0.1},
-                  progress=False)  # fmt: skip
+        sim.sweep("userver-one-packet", progress=False,
+                  overrides={"duration_s": 0.5, "warmup_s": 0.1, "series_interval_s": 0.1})
