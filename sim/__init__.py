@@ -6,9 +6,9 @@
 * :mod:`sim.params`: validated, frozen, unit-named parameter sets;
 * :mod:`sim.results`: flat result records;
 * :mod:`sim.stats`: confidence intervals, MSER-5 warm-up detection, a stopping rule;
-* ``sim.sweep(...)``: many runs with replications, in parallel or on a Dask
-  cluster, resumable, as a tidy DataFrame (the function; its module's helpers
-  are imported with ``from sim.sweep import run_many, ...``).
+* :mod:`sim.sweep`: many runs with replications, in parallel or on a Dask
+  cluster, resumable, as a tidy DataFrame.  The module is callable:
+  ``sim.sweep(...)`` is :func:`sim.sweep.sweep`.
 """
 
 from sim.cpu import BLOCK, Cpu
@@ -16,6 +16,15 @@ from sim.engine import Environment
 from sim.errors import ConfigError
 from sim.params import Params, param
 from sim.streams import Streams
-from sim.sweep import sweep  # noqa: I001  (the function shadows its module as ``sim.sweep``)
 
 __all__ = ["BLOCK", "ConfigError", "Cpu", "Environment", "Params", "Streams", "param", "sweep"]
+
+
+def __getattr__(name: str) -> object:
+    # ``sim.sweep`` (pandas, scipy, ...) is imported on first use, so that ``import sim`` and
+    # every simulation stay quick to start; the module is callable: ``sim.sweep(...)``
+    if name == "sweep":
+        import importlib
+
+        return importlib.import_module("sim.sweep")
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")

@@ -57,6 +57,7 @@ import os
 import platform
 import sys
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -571,3 +572,14 @@ def summary(frame: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Dat
             and pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
         ]  # fmt: skip
     return summarise(frame, by, metrics)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: ``sim.sweep(...)`` is :func:`sweep` and ``sim.sweep.run_many``
+    etc. are its helpers, however and in whatever order they were imported."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        return sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -335,3 +335,14 @@ def test_a_series_too_short_for_mser5_is_refused_before_running() -> None:
     with pytest.raises(ConfigError, match="series_interval_s"):
         sim.sweep("userver-one-packet", progress=False,
                   overrides={"duration_s": 0.5, "warmup_s": 0.1, "series_interval_s": 0.1})
+
+
+def test_sim_sweep_is_callable_and_a_simulation_does_not_import_it() -> None:
+    code = (
+        "import sys, models\n"
+        "assert 'pandas' not in sys.modules and 'sim.sweep' not in sys.modules\n"
+        "import sim\n"
+        "from sim.sweep import run_many\n"
+        "assert callable(sim.sweep) and sim.sweep.run_many is run_many\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
