@@ -133,6 +133,8 @@ def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
     """The metric's mean +- 95 % CI half-width per configuration, as text."""
     cols = [*by, "replications"]
     shown = table[cols].copy()
+    for col in by:  # 1.0, 10.0, inf -> 1, 10, inf
+        shown[col] = [_plain(v) for v in shown[col]]
     mean = table[f"{metric}.mean"]
     half = table[f"{metric}.ci_half_width"]
     shown[metric] = [
@@ -140,3 +142,9 @@ def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
         for m, h in zip(mean, half, strict=True)
     ]
     return shown.to_string(index=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
