@@ -134,7 +134,7 @@ def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
     cols = [*by, "replications"]
     shown = table[cols].copy()
     for col in by:  # 1.0, 10.0, inf -> 1, 10, inf
-        shown[col] = [_plain(v) for v in shown[col]]
+        shown[col] = pd.Series([_plain(v) for v in shown[col]], dtype=object)
     mean = table[f"{metric}.mean"]
     half = table[f"{metric}.ci_half_width"]
     shown[metric] = [
