@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from acceptsim import __version__
-from acceptsim.commands import measure, reproduce, run
+from acceptsim.commands import bench, measure, reproduce, run, sweep
 from sim.errors import ConfigError
 
-COMMANDS = [run, reproduce, measure]
+COMMANDS = [run, reproduce, sweep, bench, measure]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -116,6 +116,14 @@ class Client:
         self.wasted_replies = 0  # replies the server sent to a client that had gone
         self.syn_retransmits = 0
         self.data_retransmits = 0
+        # optional: replies received per interval over the whole run (warm-up detection)
+        self.series: list[int] | None = None
+        self.series_interval_s = 0.0
+
+    def record_series(self, interval_s: float, duration_s: float) -> None:
+        """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
+        self.series_interval_s = interval_s
+        self.series = [0] * max(1, int(duration_s / interval_s + 1e-9))
 
     # -- connection starts ------------------------------------------------------
     def start(self) -> None:
@@ -209,6 +217,10 @@ class Client:
                 else:
                     env.call_at(fin_at, self._fin, conn)
             return
+        if self.series is not None:
+            slot = int(received / self.series_interval_s)
+            if slot < len(self.series):
+                self.series[slot] += 1
         if self.window_start <= received <= self.window_end:
             self.replies += 1
             self.response_times.append(received - conn.request_sent_at)

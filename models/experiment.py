@@ -52,6 +52,10 @@ class RunConfig(Params):
         5.0, unit="s", ge=0.0, doc="initial time left out of every measurement"
     )
     seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
+    series_interval_s: float = param(
+        0.0, unit="s", ge=0.0, doc="if > 0, also report replies per interval of this length "
+        "over the whole run (`replies_per_interval`, for warm-up detection); 0: off",
+    )
     costs: HostCosts = CLUSTER1
     kernel: KernelProfile = LINUX_24
 
@@ -145,6 +149,8 @@ class Host:
         )
         self.client.window_start = config.warmup_s
         self.client.window_end = config.duration_s
+        if config.series_interval_s > 0:
+            self.client.record_series(config.series_interval_s, config.duration_s)
         self._start: dict[str, Any] = {}
 
     def _snapshot(self) -> dict[str, Any]:
@@ -222,6 +228,8 @@ class Host:
             "sim_cpu_time_s": cpu_time,
             "sim_conns_per_cpu_s": ratio(client._next_id, cpu_time),
         }
+        if client.series is not None:
+            result["replies_per_interval"] = list(client.series)
         return result
 
 

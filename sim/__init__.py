@@ -4,7 +4,11 @@
 * :mod:`sim.cpu`: one processor, interrupt work pre-empting one task;
 * :mod:`sim.streams`: per-run named random streams (SeedSequence);
 * :mod:`sim.params`: validated, frozen, unit-named parameter sets;
-* :mod:`sim.results`: flat result records.
+* :mod:`sim.results`: flat result records;
+* :mod:`sim.stats`: confidence intervals, MSER-5 warm-up detection, a stopping rule;
+* :mod:`sim.sweep`: many runs with replications, in parallel or on a Dask
+  cluster, resumable, as a tidy DataFrame.  The module is callable:
+  ``sim.sweep(...)`` is :func:`sim.sweep.sweep`.
 """
 
 from sim.cpu import BLOCK, Cpu
@@ -13,4 +17,14 @@ from sim.errors import ConfigError
 from sim.params import Params, param
 from sim.streams import Streams
 
-__all__ = ["BLOCK", "ConfigError", "Cpu", "Environment", "Params", "Streams", "param"]
+__all__ = ["BLOCK", "ConfigError", "Cpu", "Environment", "Params", "Streams", "param", "sweep"]
+
+
+def __getattr__(name: str) -> object:
+    # ``sim.sweep`` (pandas, scipy, ...) is imported on first use, so that ``import sim`` and
+    # every simulation stay quick to start; the module is callable: ``sim.sweep(...)``
+    if name == "sweep":
+        import importlib
+
+        return importlib.import_module("sim.sweep")
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")

@@ -15,3 +15,7 @@ class ConfigError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{field}={value!r} is not allowed: {allowed}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
+        # picklable, so an error raised in a worker process reaches the caller intact
+        return (type(self), (self.field, self.value, self.allowed))

@@ -1,58 +1,585 @@
-"""Running many configurations: in parallel, one tidy row per run.
+"""Running many configurations: in parallel or on a cluster, one tidy row per run.
 
-``run_many(run, points, jobs)`` calls ``run(point)`` for every point (a
-mapping of configuration fields) and returns the records in the order of
-``points``, whatever order they finished in.  Results never depend on where
-a run ran: each point carries its own seed.
+Two levels:
+
+* ``run_many(run, points, jobs)`` calls ``run(point)`` for every point (a
+  mapping of configuration fields) and returns the records in the order of
+  ``points``, whatever order they finished in.
+* :func:`sweep` runs a whole experiment: every point of a scenario times a
+  number of replications, on local cores (a process pool) or on a Dask
+  cluster, writing each finished run to disk at once so that an interrupted
+  sweep resumes where it stopped, and returns a tidy :class:`pandas.DataFrame`.
+
+The engine knows nothing about the model it runs.  A sweep is given a *run
+function* (point -> flat-able result record) and optionally a *normalise*
+function (point -> the full, validated configuration, e.g. with defaults
+filled in).  When neither is given, :func:`sweep` imports the domain's
+(:mod:`models.runner`) at call time, so ``import sim`` stays model-free.
+
+Reproducibility
+    A run's result depends only on its configuration.  Replication ``r`` of
+    a point whose ``seed`` is ``s`` runs with seed :func:`replication_seed`
+    ``(s, r)`` (numpy ``SeedSequence(s, spawn_key=(r,))``), never with
+    anything about the worker or the order.  Every point of a sweep with the
+    same base seed therefore uses the same seed in replication ``r``: the
+    configurations compared see the same random numbers (common random
+    numbers).
+
+Storage (``out=PATH``)
+    ``PATH/parts/<key>.parquet`` holds one finished run (one row), written
+    atomically (temporary file, then rename) the moment the run finishes;
+    ``<key>`` is :func:`run_key`, a hash of the run's full configuration and
+    replication.  A resumed sweep (``resume=True``) reads the parts whose
+    keys it needs and runs only the others, so nothing is lost or run twice,
+    whether the sweep was interrupted, a worker died or the machine stopped.
+    ``PATH/results.parquet`` is the combined table (rewritten at the end of
+    every sweep) with the sweep's description and package versions in its
+    Parquet metadata (key ``sim.sweep``); ``PATH/manifest.json`` holds the
+    same description.
+
+Columns
+    ``run_key``, ``replication``, ``base_seed``, then every configuration
+    field (nested tables flattened with dots, e.g. ``costs.request_s``), then
+    every field of the run's record (flattened the same way; a record field
+    with the name of a configuration field overwrites it).  Columns named
+    ``sim_*`` measure the simulator itself (CPU time, speed), not the model,
+    and are the only ones that differ between repetitions of a run; see
+    :func:`deterministic`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import json
+import math
 import os
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import platform
+import sys
+import time
+import types
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import TqdmWarning
 
+with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar, no warning
+    warnings.simplefilter("ignore", TqdmWarning)
+    from tqdm.auto import tqdm
+
+from sim.errors import ConfigError
 from sim.results import flatten, json_safe
+from sim.scenario import Scenario
+from sim.scenario import load as load_scenario
+from sim.stats import StoppingRule, summarise
 
 RunFn = Callable[[Mapping[str, Any]], dict[str, Any]]
+NormaliseFn = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+#: columns added by the sweep in front of the configuration
+META_COLUMNS = ("run_key", "replication", "base_seed")
+#: prefix of columns that measure the simulator rather than the model
+SIMULATOR_PREFIX = "sim_"
+#: name of the Parquet metadata entry that describes a sweep
+METADATA_KEY = b"sim.sweep"
 
 
 def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+# -- the simple level ---------------------------------------------------------------------------
 def run_many(
     run: RunFn, points: Sequence[Mapping[str, Any]], jobs: int | None = None, progress: bool = True
 ) -> list[dict[str, Any]]:
-    jobs = default_jobs() if jobs is None else jobs
-    bar = tqdm(total=len(points), disable=not progress, unit="run", leave=False)
+    """``[run(p) for p in points]``, on ``jobs`` processes (default: every core)."""
     results: list[dict[str, Any] | None] = [None] * len(points)
-    try:
-        if jobs <= 1 or len(points) <= 1:
-            for i, point in enumerate(points):
-                results[i] = run(point)
-                bar.update()
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = {pool.submit(run, point): i for i, point in enumerate(points)}
-                for future in _as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.update()
-    finally:
-        bar.close()
+    for i, record in _execute(run, list(points), jobs, None, progress, "runs"):
+        results[i] = record
     return results  # type: ignore[return-value]
-
-
-def _as_completed(futures: Any) -> Any:
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
 
 
 def to_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run; nested metrics flattened with dots; inf written as "inf"."""
     return pd.DataFrame([flatten(json_safe(dict(r))) for r in records])
+
+
+# -- identity of a run ----------------------------------------------------------------------------
+def replication_seed(base_seed: int, replication: int) -> int:
+    """The seed of replication ``replication`` of a point seeded ``base_seed``.
+
+    Derived through ``numpy.random.SeedSequence(base_seed, spawn_key=(replication,))``
+    and folded to 63 bits (so it fits a signed 64-bit column).
+    """
+    if isinstance(base_seed, bool) or not isinstance(base_seed, (int, np.integer)) or base_seed < 0:
+        raise ConfigError("seed", base_seed, "a non-negative integer")
+    if replication < 0:
+        raise ConfigError("replication", replication, "a non-negative integer")
+    state = np.random.SeedSequence(int(base_seed), spawn_key=(int(replication),)).generate_state(
+        1, np.uint64
+    )
+    return int(state[0] >> np.uint64(1))
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON-ready form in which equal configurations look equal (1 == 1.0, inf == "inf")."""
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        f = float(value)
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return int(f) if f == int(f) and abs(f) < 2**53 else repr(f)
+    return repr(value)
+
+
+def run_key(config: Mapping[str, Any], replication: int) -> str:
+    """A stable hash of a run's configuration and replication index (hex, 20 characters)."""
+    text = json.dumps(
+        {"config": _canonical(config), "replication": int(replication)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of a sweep: a point, one of its replications, and the exact configuration."""
+
+    index: int  # position of the point in the sweep
+    replication: int
+    base_seed: int
+    config: dict[str, Any]  # what the run function receives (seed already derived)
+    key: str
+
+
+def make_tasks(
+    configs: Sequence[Mapping[str, Any]],
+    replications: Sequence[int] | int,
+    seed_field: str = "seed",
+) -> list[Task]:
+    """Tasks for each config and each of its replications, point-major."""
+    counts = [replications] * len(configs) if isinstance(replications, int) else replications
+    tasks = []
+    for index, (config, count) in enumerate(zip(configs, counts, strict=True)):
+        if seed_field not in config:
+            raise ConfigError(seed_field, None, "a seed in every point (runs are always seeded)")
+        base_seed = config[seed_field]
+        for r in range(count):
+            seeded = dict(config)
+            seeded[seed_field] = replication_seed(base_seed, r)
+            tasks.append(Task(index, r, int(base_seed), seeded, run_key(seeded, r)))
+    return tasks
+
+
+def make_row(task: Task, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The tidy row of one finished run (see the module docstring for the columns)."""
+    row: dict[str, Any] = {
+        "run_key": task.key,
+        "replication": task.replication,
+        "base_seed": task.base_seed,
+    }
+    row.update(flatten(task.config))
+    row.update(flatten(record))
+    return row
+
+
+def deterministic(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the ``sim_*`` columns (simulator speed, which varies run to run)."""
+    return frame[[c for c in frame.columns if not str(c).startswith(SIMULATOR_PREFIX)]]
+
+
+# -- where runs execute -------------------------------------------------------------------------
+def _call(run: RunFn, point: Mapping[str, Any]) -> dict[str, Any]:
+    return run(point)
+
+
+def _execute(
+    run: RunFn,
+    points: list[Mapping[str, Any]],
+    jobs: int | None,
+    scheduler: Any,
+    progress: bool | tqdm,
+    desc: str,
+    keys: Sequence[str] | None = None,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(index, run(points[index]))`` as runs finish, serially, on a process
+    pool, or on a Dask cluster.  A failing run stops the others and raises."""
+    bar = progress if isinstance(progress, tqdm) else _bar(len(points), 0, progress, desc)
+    try:
+        if scheduler is not None:
+            yield from _execute_dask(run, points, scheduler, bar, keys)
+            return
+        jobs = default_jobs() if jobs is None else jobs
+        if jobs < 1:
+            raise ConfigError("jobs", jobs, "an integer >= 1")
+        if jobs == 1 or len(points) <= 1:
+            for i, point in enumerate(points):
+                record = run(point)
+                bar.update()
+                yield i, record
+            return
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)))
+        try:
+            pending: dict[Future[dict[str, Any]], int] = {
+                pool.submit(_call, run, p): i for i, p in enumerate(points)
+            }
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=pending.__getitem__):
+                    i = pending.pop(future)
+                    record = future.result()
+                    bar.update()
+                    yield i, record
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        if not isinstance(progress, tqdm):
+            bar.close()
+
+
+def _execute_dask(
+    run: RunFn,
+    points: list[Mapping[str, Any]],
+    scheduler: Any,
+    bar: tqdm,
+    keys: Sequence[str] | None,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        distributed = importlib.import_module("distributed")
+    except ImportError:
+        raise ConfigError(
+            "scheduler", scheduler, "needs dask[distributed]: pip install 'acceptsim[dask]'"
+        ) from None
+    own = isinstance(scheduler, str)
+    if own:
+        try:
+            client = distributed.Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise ConfigError(
+                "scheduler", scheduler, f"a reachable Dask scheduler ({exc})"
+            ) from None
+    else:
+        client = scheduler  # a distributed.Client the caller manages
+    futures = []
+    try:
+        index = {}
+        for i, point in enumerate(points):
+            key = f"sim-run-{keys[i]}" if keys is not None else None
+            future = client.submit(_call, run, point, key=key, pure=False)
+            index[future.key] = i
+            futures.append(future)
+        for future in distributed.as_completed(futures):
+            record = future.result()
+            bar.update()
+            yield index[future.key], record
+    finally:
+        for future in futures:
+            future.cancel()
+        if own:
+            client.close()
+
+
+def _bar(total: int, initial: int, progress: bool, desc: str) -> tqdm:
+    # disable=None: tqdm stays quiet when stderr is not a terminal
+    return tqdm(
+        total=total, initial=initial, disable=None if progress else True, unit="run",
+        desc=desc, leave=False, dynamic_ncols=True,
+    )  # fmt: skip
+
+
+# -- storage -------------------------------------------------------------------------------------
+class Store:
+    """A sweep's directory: one Parquet part per finished run, plus the combined table."""
+
+    def __init__(self, path: str | Path, resume: bool) -> None:
+        self.path = Path(path)
+        self.parts = self.path / "parts"
+        if self.parts.is_dir() and any(self.parts.glob("*.parquet")) and not resume:
+            raise ConfigError(
+                "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
+                "stored there",
+            )  # fmt: skip
+        self.parts.mkdir(parents=True, exist_ok=True)
+        for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill
+            stale.unlink(missing_ok=True)
+
+    def part(self, key: str) -> Path:
+        return self.parts / f"{key}.parquet"
+
+    def load(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored rows among ``keys``."""
+        import pyarrow.parquet as pq
+
+        rows = {}
+        for key in keys:
+            path = self.part(key)
+            if path.exists():
+                rows[key] = pq.read_table(path).to_pylist()[0]
+        return rows
+
+    def save(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Write one row atomically; return it as it reads back (so fresh and resumed
+        rows are the very same values)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([dict(row)])
+        final = self.part(row["run_key"])
+        tmp = self.parts / f".{row['run_key']}.{os.getpid()}.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, final)
+        return table.to_pylist()[0]
+
+    def write_manifest(self, description: Mapping[str, Any]) -> None:
+        tmp = self.path / ".manifest.json.tmp"
+        tmp.write_text(json.dumps(json_safe(dict(description)), indent=2, default=str) + "\n")
+        os.replace(tmp, self.path / "manifest.json")
+
+    def write_results(self, frame: pd.DataFrame, description: Mapping[str, Any]) -> Path:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[METADATA_KEY] = json.dumps(json_safe(dict(description)), default=str).encode()
+        table = table.replace_schema_metadata(meta)
+        final = self.path / "results.parquet"
+        tmp = self.path / ".results.parquet.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, final)
+        return final
+
+
+def read_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A stored sweep's table and description (``path`` is the directory or the file)."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.parquet"
+    table = pq.read_table(path)
+    meta = (table.schema.metadata or {}).get(METADATA_KEY)
+    return table.to_pandas(), json.loads(meta) if meta else {}
+
+
+def versions(*functions: Callable[..., Any]) -> dict[str, str]:
+    """Installed versions of the distributions providing ``sim`` and the given functions."""
+    from importlib import metadata
+
+    packages = {"sim"} | {f.__module__.split(".")[0] for f in functions if hasattr(f, "__module__")}
+    dists = metadata.packages_distributions()
+    out = {"python": platform.python_version()}
+    for package in sorted(packages):
+        for dist in dists.get(package, []):
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
+    for lib in ("numpy", "pandas", "simpy"):
+        try:
+            out[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+# -- the experiment level ---------------------------------------------------------------------
+def _default_domain() -> Any:
+    """The web-server domain's run functions, imported only when a sweep needs them."""
+    return importlib.import_module("models.runner")
+
+
+def resolve(
+    scenario: str | Path | Scenario | Sequence[Mapping[str, Any]],
+    overrides: Mapping[str, Any] | None = None,
+    sweep_overrides: Mapping[str, list[Any]] | None = None,
+    domain: Any = None,
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """The name, the points and the description of what is swept."""
+    if isinstance(scenario, (str, Path)):
+        if Path(scenario).is_file():
+            scenario = load_scenario(scenario)
+        else:
+            domain = domain if domain is not None else _default_domain()
+            scenario = domain.load_scenario(str(scenario))
+    if isinstance(scenario, Scenario):
+        spec_sweep = {k: list(v) for k, v in scenario.sweep.items()}
+        spec_sweep.update({k: list(v) for k, v in (sweep_overrides or {}).items()})
+        for key, values in spec_sweep.items():
+            if not values:
+                raise ConfigError(f"sweep.{key}", values, "a non-empty list")
+        for key, value in (overrides or {}).items():
+            if key in spec_sweep:
+                raise ConfigError(
+                    key, value, f"not a base override: the scenario sweeps {key}; replace its "
+                    "list instead (sweep_overrides / --vary)",
+                )  # fmt: skip
+        base = {**scenario.base, **(overrides or {})}
+        resolved = Scenario(**{**scenario.__dict__, "base": base, "sweep": spec_sweep})
+        spec = {"scenario": scenario.name, "base": base, "sweep": spec_sweep}
+        return scenario.name, resolved.points(), spec
+    if sweep_overrides:
+        raise ConfigError("sweep_overrides", sweep_overrides, "only with a scenario, not points")
+    points = [{**p, **(overrides or {})} for p in scenario]
+    return "points", points, {"points": points}
+
+
+def sweep(
+    scenario: str | Path | Scenario | Sequence[Mapping[str, Any]],
+    *,
+    run: RunFn | None = None,
+    normalise: NormaliseFn | None = None,
+    replications: int = 1,
+    jobs: int | None = None,
+    scheduler: Any = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+    sweep_overrides: Mapping[str, list[Any]] | None = None,
+    stop: StoppingRule | None = None,
+    seed_field: str = "seed",
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Run every point of ``scenario`` ``replications`` times; one row per run.
+
+    ``scenario``
+        a scenario name (resolved by the domain), a TOML file, a
+        :class:`~sim.scenario.Scenario`, or a list of points (configuration dicts).
+    ``run``, ``normalise``
+        the run function (point -> result record; must be picklable, i.e. a
+        module-level function, for ``jobs > 1`` or a cluster) and the function
+        that validates a point and fills in its defaults.  Default: the
+        domain's (``models.runner.run_point`` / ``normalise``).
+    ``jobs``, ``scheduler``
+        local processes (default: every core; 1 runs in this process), or a
+        Dask scheduler address or ``distributed.Client`` (then ``jobs`` is ignored).
+    ``out``, ``resume``
+        directory to write runs to as they finish; ``resume=True`` continues a
+        sweep stored there, running only the runs it lacks.
+    ``overrides``, ``sweep_overrides``
+        base fields to change (e.g. ``{"duration_s": 5}``) and swept lists to
+        replace (e.g. ``{"rate_per_s": [20000, 24000]}``).
+    ``stop``
+        a :class:`~sim.stats.StoppingRule`: after the first ``replications``
+        (at least its minimum), add replications to each configuration until
+        its metric's relative CI half-width is under the target.
+
+    All points are validated (``normalise``) before anything runs.  The
+    returned frame has ``attrs["sweep"]`` with the description also stored
+    with the results, including ``config_columns`` and ``varied`` (the
+    configuration columns that differ between points).
+    """
+    if run is None or normalise is None:
+        domain = _default_domain()
+        run = run if run is not None else domain.run_point
+        normalise = normalise if normalise is not None else domain.normalise
+    else:
+        domain = None
+    if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+        raise ConfigError("replications", replications, "an integer >= 1")
+    name, points, spec = resolve(scenario, overrides, sweep_overrides, domain)
+    configs = [normalise(p) for p in points]  # validate everything up front
+    config_columns = list(dict.fromkeys(c for cfg in configs for c in flatten(cfg)))
+    flat = [flatten(cfg) for cfg in configs]
+    varied = [
+        c for c in config_columns
+        if c != seed_field and len({json.dumps(_canonical(f.get(c))) for f in flat}) > 1
+    ]  # fmt: skip
+    counts = [max(replications, stop.min_replications if stop else 1)] * len(configs)
+    description = {
+        "name": name,
+        **spec,
+        "replications": replications,
+        "stop": stop.__dict__ if stop else None,
+        "config_columns": config_columns,
+        "varied": varied,
+        "versions": versions(run),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": " ".join(sys.argv),
+    }
+    store = Store(out, resume) if out is not None else None
+    if store is not None:
+        store.write_manifest(description)
+    rows: dict[str, dict[str, Any]] = {}
+    while True:
+        tasks = make_tasks(configs, counts, seed_field)
+        if store is not None:
+            rows.update(store.load(t.key for t in tasks if t.key not in rows))
+        missing = [t for t in tasks if t.key not in rows]
+        bar = _bar(len(tasks), len(tasks) - len(missing), progress, name)
+        try:
+            results = _execute(
+                run, [t.config for t in missing], jobs, scheduler, bar, name,
+                keys=[t.key for t in missing],
+            )  # fmt: skip
+            for i, record in results:
+                row = make_row(missing[i], record)
+                rows[row["run_key"]] = store.save(row) if store is not None else row
+        finally:
+            bar.close()
+        frame = pd.DataFrame([rows[t.key] for t in tasks])
+        if stop is None:
+            break
+        if stop.metric not in frame.columns:
+            raise ConfigError("metric", stop.metric, "a column of the run records")
+        new_counts = [
+            stop.replications_needed(
+                pd.to_numeric(group[stop.metric], errors="coerce").to_numpy(dtype=float)
+            )
+            for _, group in frame.groupby(_point_index(tasks), sort=True)
+        ]
+        if new_counts == counts:
+            break
+        counts = new_counts
+    description["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    description["runs"] = len(frame)
+    if store is not None:
+        store.write_manifest(description)
+        store.write_results(frame, description)
+    frame.attrs["sweep"] = json_safe(description)
+    return frame
+
+
+def _point_index(tasks: Sequence[Task]) -> np.ndarray:
+    return np.array([t.index for t in tasks])
+
+
+def summary(frame: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Mean and 95 % CI over replications for every configuration of a sweep's frame.
+
+    Configurations are told apart by the ``varied`` columns of the sweep;
+    ``metrics`` defaults to every numeric column of the run records.
+    """
+    description = frame.attrs.get("sweep", {})
+    by = list(description.get("varied", []))
+    if metrics is None:
+        skip = set(META_COLUMNS) | set(description.get("config_columns", []))
+        metrics = [
+            c for c in frame.columns
+            if c not in skip and not str(c).startswith(SIMULATOR_PREFIX)
+            and pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+        ]  # fmt: skip
+    return summarise(frame, by, metrics)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: ``sim.sweep(...)`` is :func:`sweep` and ``sim.sweep.run_many``
+    etc. are its helpers, however and in whatever order they were imported."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        return sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,150 @@
+"""``acceptsim sweep``: every point of a scenario, with replications, in parallel, resumable.
+
+Writes ``OUT/parts/*.parquet`` as runs finish, then ``OUT/results.parquet``
+(one row per run, configuration and package versions in its metadata) and
+``OUT/summary.csv`` (mean and 95 % CI over replications per configuration),
+and prints the summary of the chosen metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from acceptsim.config_io import parse_int, parse_number
+from models import runner
+from sim.errors import ConfigError
+from sim.stats import StoppingRule
+from sim.sweep import summary
+from sim.sweep import sweep as run_sweep
+
+#: reply-series interval used by --detect-warmup unless --series-interval says otherwise
+DEFAULT_SERIES_INTERVAL_S = 0.1
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="run a scenario's sweep with replications (parallel, resumable, Parquet)"
+    )
+    p.add_argument("scenario", help="scenario name (see `acceptsim reproduce --list`) or TOML file")
+    p.add_argument("--jobs", default=None, help="local parallel runs (default: all cores)")
+    p.add_argument("--scheduler", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
+    p.add_argument("--replications", default="1", help="replications per configuration (default 1)")
+    p.add_argument("--out", default=None, help="output directory (default out/sweeps/SCENARIO)")
+    p.add_argument("--resume", action="store_true", help="continue the sweep stored in --out")
+    p.add_argument("--duration", default=None, help="override every run's duration (s)")
+    p.add_argument("--warmup", default=None, help="override every run's fixed warm-up (s)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a base field, e.g. --set spacing=deterministic (repeatable)")
+    p.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="replace a swept list, e.g. --vary rate_per_s=20000,24000 (repeatable)")
+    p.add_argument("--detect-warmup", action="store_true",
+                   help="also detect each run's warm-up with MSER-5 on its reply series "
+                   "(adds warmup_mser5_s and reply_rate_mser5_per_s)")
+    p.add_argument("--series-interval", default=None,
+                   help=f"reply-series interval for --detect-warmup (default "
+                   f"{DEFAULT_SERIES_INTERVAL_S} s)")
+    p.add_argument("--metric", default="reply_rate_per_s",
+                   help="metric to summarise and to apply --target-ci to")
+    p.add_argument("--target-ci", default=None,
+                   help="stopping rule: add replications until the metric's relative 95%% CI "
+                   "half-width is at most this fraction (e.g. 0.01)")
+    p.add_argument("--max-replications", default="30",
+                   help="upper bound for the stopping rule (default 30)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(main=main)
+
+
+def parse_value(text: str) -> Any:
+    """A TOML value (number, boolean, string in quotes, inf), else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_assignment(option: str, text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(option, text, "KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def main(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    for item in args.set:
+        key, value = parse_assignment("--set", item)
+        overrides[key] = parse_value(value)
+    if args.duration is not None:
+        overrides["duration_s"] = parse_number("duration", args.duration)
+    if args.warmup is not None:
+        overrides["warmup_s"] = parse_number("warmup", args.warmup)
+    if args.detect_warmup or args.series_interval is not None:
+        interval = (
+            parse_number("series-interval", args.series_interval)
+            if args.series_interval is not None
+            else DEFAULT_SERIES_INTERVAL_S
+        )
+        overrides["series_interval_s"] = interval
+    vary: dict[str, list[Any]] = {}
+    for item in args.vary:
+        key, values = parse_assignment("--vary", item)
+        vary[key] = [parse_value(v.strip()) for v in values.split(",") if v.strip()]
+    replications = parse_int("replications", args.replications)
+    jobs = parse_int("jobs", args.jobs) if args.jobs is not None else None
+    stop = None
+    if args.target_ci is not None:
+        stop = StoppingRule(
+            metric=args.metric,
+            rel_half_width=parse_number("target-ci", args.target_ci),
+            max_replications=parse_int("max-replications", args.max_replications),
+        )
+    scenario = runner.load_scenario(args.scenario)
+    out = Path(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
+    started = time.perf_counter()
+    frame = run_sweep(
+        scenario,
+        replications=replications,
+        jobs=jobs,
+        scheduler=args.scheduler,
+        out=out,
+        resume=args.resume,
+        overrides=overrides,
+        sweep_overrides=vary,
+        stop=stop,
+        progress=not args.quiet,
+    )
+    wall = time.perf_counter() - started
+    if args.metric not in frame.columns:
+        raise ConfigError("metric", args.metric, "a column of the results")
+    table = summary(frame)
+    table.to_csv(out / "summary.csv", index=False)
+    print(format_summary(table, frame.attrs["sweep"]["varied"], args.metric))
+    print(f"\n{len(frame)} runs, {wall:.1f} s wall; wrote {out}/results.parquet and summary.csv")
+    return 0
+
+
+def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
+    """The metric's mean +- 95 % CI half-width per configuration, as text."""
+    cols = [*by, "replications"]
+    shown = table[cols].copy()
+    for col in by:  # 1.0, 10.0, inf -> 1, 10, inf
+        shown[col] = pd.Series([_plain(v) for v in shown[col]], dtype=object)
+    mean = table[f"{metric}.mean"]
+    half = table[f"{metric}.ci_half_width"]
+    shown[metric] = [
+        f"{m:,.1f}" + ("" if pd.isna(h) else f" +- {h:,.1f}")
+        for m, h in zip(mean, half, strict=True)
+    ]
+    return shown.to_string(index=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

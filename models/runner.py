@@ -1,0 +1,71 @@
+"""The domain's side of a sweep: what :func:`sim.sweep` runs for a point of a scenario.
+
+:mod:`sim.sweep` is generic: it calls a *run function* (point -> record) and a
+*normalise* function (point -> full, validated configuration).  These are the
+web-server model's:
+
+* :func:`normalise`: ``RunConfig.from_dict(point)`` back to a dict, so every
+  configuration field (cost and kernel parameters included) becomes a column
+  and the run's identity covers the defaults it ran with;
+* :func:`run_point`: :func:`models.experiment.simulate`; when the point asks
+  for a reply series (``series_interval_s > 0``) it also reports MSER-5's
+  detected warm-up (``warmup_mser5_s``) and the reply rate after deleting it
+  (``reply_rate_mser5_per_s``), in place of the raw series;
+* :func:`load_scenario`: a scenario by name from ``scenarios/``, or a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from models.experiment import RunConfig, simulate
+from sim import scenario as scenario_mod
+from sim.errors import ConfigError
+from sim.stats import MSER_BATCH, mser5
+
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def scenarios() -> dict[str, Path]:
+    """Every scenario in ``scenarios/`` by name."""
+    return {scenario_mod.load(p).name: p for p in sorted(SCENARIO_DIR.glob("*.toml"))}
+
+
+def load_scenario(name: str) -> scenario_mod.Scenario:
+    """A scenario by name (``userver-one-packet``) or path to a TOML file."""
+    known = scenarios()
+    if name in known:
+        return scenario_mod.load(known[name])
+    if Path(name).is_file():
+        return scenario_mod.load(name)
+    raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a scenario file")
+
+
+def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
+    """The full configuration of a point, validated (raises ConfigError)."""
+    config = RunConfig.from_dict(point)
+    if config.series_interval_s > 0:
+        values = int(config.duration_s / config.series_interval_s + 1e-9)
+        if values < 2 * MSER_BATCH:
+            raise ConfigError(
+                "series_interval_s", config.series_interval_s,
+                f"at most duration_s / {2 * MSER_BATCH} ({config.duration_s:g} s / "
+                f"{2 * MSER_BATCH}): MSER-5 needs {2 * MSER_BATCH} values per run",
+            )  # fmt: skip
+    return config.to_dict()
+
+
+def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
+    """Simulate one point; a reply series is summarised by MSER-5."""
+    config = RunConfig.from_dict(point)
+    record = simulate(config)
+    series = record.pop("replies_per_interval", None)
+    if series is not None:
+        interval = config.series_interval_s
+        cut = mser5(series)
+        record["warmup_mser5_s"] = cut.seconds(interval)
+        record["warmup_mser5_reliable"] = cut.reliable
+        record["reply_rate_mser5_per_s"] = cut.mean / interval
+    return record

@@ -1,0 +1,29 @@
+"""``acceptsim bench``: simulated connection attempts per CPU-second, per server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acceptsim.cli import main
+from acceptsim.commands.bench import bench
+from models.experiment import SERVERS
+
+
+def test_bench_reports_every_registered_server() -> None:
+    result = bench(duration_s=0.2)
+    assert set(result) == set(SERVERS) and "userver" in result
+    for figures in result.values():
+        assert figures["conns_per_cpu_s"] > 0
+        assert figures["conns_attempted"] > 0
+
+
+@pytest.mark.bench
+def test_bench_prints_conns_per_cpu_second(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out)
+    with capsys.disabled():
+        print("\nacceptsim bench:\n" + out)
+    assert result["userver"]["conns_per_cpu_s"] > 0
