@@ -88,6 +88,16 @@ class HostCosts(Params):
     close_s: float = param(
         5.0e-6, unit="s", ge=0.0, doc="read() of end-of-file and close() of the connection"
     )
+    # -- epoll-based servers (nginx) ---------------------------------------------
+    epoll_base_s: float = param(
+        2.0e-6, unit="s", ge=0.0, doc="one epoll_wait() call, fixed part"
+    )
+    epoll_per_event_s: float = param(
+        0.2e-6, unit="s/event", ge=0.0, doc="epoll_wait() per ready event returned"
+    )
+    epoll_ctl_s: float = param(
+        1.0e-6, unit="s", ge=0.0, doc="epoll_ctl() registering an accepted connection"
+    )
 
 
 CLUSTER1 = HostCosts()

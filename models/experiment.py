@@ -19,6 +19,7 @@ from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
+from models.servers.nginx import Nginx, NginxParams
 from models.servers.userver import Userver, UserverParams
 from models.workloads import WORKLOADS
 from sim.cpu import KERNEL, Cpu
@@ -28,7 +29,10 @@ from sim.params import Params, param
 from sim.results import differences, ratio, summary_ms
 from sim.streams import Streams
 
-SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
+SERVERS = {
+    "userver": (Userver, UserverParams, USERVER_CATEGORIES),
+    "nginx": (Nginx, NginxParams, USERVER_CATEGORIES),
+}
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,11 @@ class RunConfig(Params):
     kernel: KernelProfile = LINUX_24
 
     def __post_init__(self) -> None:
+        # parameter sets may be named: RunConfig(costs="cluster1", kernel="linux-modern")
+        if isinstance(self.costs, str):
+            object.__setattr__(self, "costs", resolve_costs(self.costs))
+        if isinstance(self.kernel, str):
+            object.__setattr__(self, "kernel", resolve_kernel(self.kernel))
         super().__post_init__()
         if self.warmup_s >= self.duration_s:
             raise ConfigError(
@@ -164,6 +173,7 @@ class Host:
                 "drop_request": listen.drop_request,
                 "listen_overflow": listen.listen_overflow,
             },
+            "cookies_sent": listen.cookies_sent,
         }
 
     def run(self) -> dict[str, Any]:
@@ -185,6 +195,7 @@ class Host:
         server = differences(end["server"], start["server"])
         drops = differences(end["drops"], start["drops"])
         drops["total"] = sum(drops.values())
+        cookies = end["cookies_sent"] - start["cookies_sent"]
         used = differences(end["cpu"], start["cpu"])
         shares = {KERNEL: used.pop(KERNEL) / window}
         shares.update({k: v / window for k, v in used.items()})
@@ -219,6 +230,15 @@ class Host:
                 "in_flight_at_end": client.in_flight_at_end,
             },
             "httperf": client.httperf_summary(),
+            # the same drops under the names `nstat` gives them on a modern kernel
+            "nstat_per_s": {
+                "TcpExtListenOverflows": (drops["accept_q_full"] + drops["listen_overflow"])
+                / window,
+                "TcpExtListenDrops": drops["total"] / window,
+                "TcpExtTCPReqQFullDrop": drops["syn_q_full"] / window,
+                "TcpExtTCPReqQFullDoCookies": cookies / window,
+                "TcpExtSyncookiesSent": cookies / window,
+            },
             "queues": {
                 "accept_queue_max": self.listen.max_accept_len,
                 "accept_queue_capacity": self.listen.backlog + 1,
