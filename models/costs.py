@@ -23,6 +23,12 @@ _FIT1 = (
     "see `acceptsim calibrate-userver`"
 )
 
+_FIT_TUX = (
+    "fitted (tux_request_s with cache_refill_s) to the paper's TUX one-packet peaks on "
+    "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf; see "
+    "`python -m models.calibration tux` and models/calibration_results.toml"
+)
+
 
 @dataclass(frozen=True)
 class HostCosts(Params):
@@ -86,6 +92,56 @@ class HostCosts(Params):
     )
     close_s: float = param(
         5.0e-6, unit="s", ge=0.0, doc="read() of end-of-file and close() of the connection"
+    )
+
+    # -- TUX (kernel-mode server: no system-call crossings, no select) --------------
+    tux_accept_s: float = param(
+        1.5e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX takes one connection off the accept queue (in-kernel, no syscall crossing)",
+    )
+    tux_request_s: float = param(
+        14.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX reads and parses one request and looks up the cached file (work_pending pass 1)",
+        fitted=_FIT_TUX,
+    )
+    tux_send_s: float = param(
+        4.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX sends one reply's headers and content into TCP, excluding per-byte cost "
+        "(work_pending pass 2)",
+    )
+    tux_close_s: float = param(
+        3.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX handles the client's FIN and closes the connection (work_pending pass 3)",
+    )
+    # -- the processor's cache (what a server's batches cost beyond their items) ------
+    l2_cache_bytes: int = param(
+        512 * 1024, unit="bytes", ge=0, doc="L2 cache of the processor (cluster 1/2 Xeon: 512 KB)"
+    )
+    conn_footprint_bytes: int = param(
+        6144,
+        unit="bytes",
+        ge=0,
+        doc="per-connection working set a kernel-mode server touches on every pass: struct "
+        "sock and tcp_opt (~1.2 KB), the TUX request (~1 KB), request and reply sk_buffs "
+        "(~3.5 KB); an estimate from 2.4.20/TUX 2 structure sizes, not fitted",
+    )
+    cache_refill_s: float = param(
+        6.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="extra CPU to refetch one connection's working set from memory when it has been "
+        "evicted; charged per work item times the evicted fraction "
+        "max(0, 1 - l2_cache_bytes / (connections touched in the phase * "
+        "conn_footprint_bytes)).  Used by TUX",
+        fitted=_FIT_TUX,
     )
 
 

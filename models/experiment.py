@@ -18,6 +18,8 @@ from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
+from models.servers.tux import CATEGORIES as TUX_CATEGORIES
+from models.servers.tux import Tux, TuxParams
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
 from models.workloads import WORKLOADS
@@ -28,7 +30,10 @@ from sim.params import Params, param
 from sim.results import differences, ratio, summary_ms
 from sim.streams import Streams
 
-SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
+SERVERS = {
+    "userver": (Userver, UserverParams, USERVER_CATEGORIES),
+    "tux": (Tux, TuxParams, TUX_CATEGORIES),
+}
 
 
 @dataclass(frozen=True)
