@@ -29,6 +29,12 @@ _FIT_TUX = (
     "`python -m models.calibration tux` and models/calibration_results.toml"
 )
 
+_FIT_KNOT = (
+    "fitted to the paper's Knot-C one-packet peaks on cluster 2: about 12,000 replies/s at "
+    "accept-limit 1 and 14,000 at 50; see `python -m models.calibration knot` and "
+    "models/calibration_results.toml"
+)
+
 
 @dataclass(frozen=True)
 class HostCosts(Params):
@@ -144,8 +150,46 @@ class HostCosts(Params):
         fitted=_FIT_TUX,
     )
 
+    # -- Knot on Capriccio user-level threads ---------------------------------------
+    knot_thread_switch_s: float = param(
+        1.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="Capriccio user-level context switch to the next runnable thread",
+        fitted=_FIT_KNOT,
+    )
+    knot_poll_base_s: float = param(
+        20.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="one Capriccio scheduler I/O poll, fixed part",
+        fitted=_FIT_KNOT,
+    )
+    knot_poll_per_conn_s: float = param(
+        1.0e-6,
+        unit="s/connection",
+        ge=0.0,
+        doc="Capriccio scheduler I/O poll, per open connection (it polls all of them)",
+        fitted=_FIT_KNOT,
+    )
+    knot_io_s: float = param(
+        8.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="Capriccio's wrapper around each I/O call (accept, read, write, close): the "
+        "non-blocking attempt, its bookkeeping in the blocking graph and stack checks",
+        fitted=_FIT_KNOT,
+    )
+    knot_thread_create_s: float = param(
+        3.0e-6, unit="s", ge=0.0, doc="Knot-A: create a user-level thread for a new connection"
+    )
+
 
 CLUSTER1 = HostCosts()
 
+#: the paper's cluster 2 (Knot): the same 2.4 GHz Xeon with Linux 2.4.19; the kernel
+#: path is taken to cost what it does on cluster 1, the Knot fields are fitted there
+CLUSTER2 = HostCosts()
+
 #: named parameter sets usable with ``--params NAME``
-PARAMETER_SETS: dict[str, HostCosts] = {"cluster1": CLUSTER1}
+PARAMETER_SETS: dict[str, HostCosts] = {"cluster1": CLUSTER1, "cluster2": CLUSTER2}

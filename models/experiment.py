@@ -18,6 +18,8 @@ from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
+from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
+from models.servers.knot import Knot, KnotA, KnotParams
 from models.servers.tux import CATEGORIES as TUX_CATEGORIES
 from models.servers.tux import Tux, TuxParams
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
@@ -33,6 +35,8 @@ from sim.streams import Streams
 SERVERS = {
     "userver": (Userver, UserverParams, USERVER_CATEGORIES),
     "tux": (Tux, TuxParams, TUX_CATEGORIES),
+    "knot": (Knot, KnotParams, KNOT_CATEGORIES),
+    "knot-a": (KnotA, KnotParams, KNOT_CATEGORIES),
 }
 
 
@@ -225,6 +229,8 @@ class Host:
             "sim_cpu_time_s": cpu_time,
             "sim_conns_per_cpu_s": ratio(client._next_id, cpu_time),
         }
+        if "busy_area" in server:
+            result["threads_busy_mean"] = server["busy_area"] / window
         return result
 
 
