@@ -82,6 +82,9 @@ class Client:
         self.profile = profile
         self.workload = workload
         self.kernel: ListenSocket | None = None
+        # optional workload hooks (see models.workloads.Workload)
+        self._start_connection = getattr(workload, "start_connection", None)
+        self._think_time = getattr(workload, "think_time", None)
         self.owd = params.rtt_s / 2
         self.rtt = params.rtt_s
         self.timeout = params.timeout_s
@@ -144,8 +147,11 @@ class Client:
         """The server queued the request and sent a SYN-ACK (now)."""
         env = self.env
         connected = env._now + self.owd
-        conn.requests_left = self.workload.requests_per_connection() - 1
-        conn.reply_bytes = self.workload.reply_bytes()
+        if self._start_connection is not None:  # a workload with per-connection sessions
+            self._start_connection(conn)
+        else:
+            conn.requests_left = self.workload.requests_per_connection() - 1
+            conn.reply_bytes = self.workload.reply_bytes()
         conn.request_sent_at = connected
         conn.deadline = connected + self.timeout
         env.call_in(self.rtt, self._handshake_ack, conn)
@@ -207,10 +213,13 @@ class Client:
             self.response_times.append(received - conn.request_sent_at)
         if conn.requests_left > 0:
             conn.requests_left -= 1
-            conn.reply_bytes = self.workload.reply_bytes()
-            conn.request_sent_at = received
-            conn.deadline = received + self.timeout
-            env.call_in(self.rtt, self._next_request, conn)
+            # the workload's think time, if it has one, passes before the next request
+            think = self._think_time(conn) if self._think_time is not None else 0.0
+            if self._start_connection is None:
+                conn.reply_bytes = self.workload.reply_bytes()
+            conn.request_sent_at = received + think
+            conn.deadline = conn.request_sent_at + self.timeout
+            env.call_in(self.rtt + think, self._next_request, conn)
             return
         self.resolve(conn, COMPLETED, received)
         env.call_in(self.rtt, self._fin, conn)

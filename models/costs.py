@@ -166,7 +166,7 @@ class HostCosts(Params):
         fitted=_FIT_KNOT,
     )
     knot_poll_per_conn_s: float = param(
-        1.0e-6,
+        0.1e-6,
         unit="s/connection",
         ge=0.0,
         doc="Capriccio scheduler I/O poll, per open connection (it polls all of them)",

@@ -24,7 +24,7 @@ from models.servers.tux import CATEGORIES as TUX_CATEGORIES
 from models.servers.tux import Tux, TuxParams
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
-from models.workloads import WORKLOADS
+from models.workloads import WORKLOADS, parse_wsesslog
 from sim.cpu import KERNEL, Cpu
 from sim.engine import Environment
 from sim.errors import ConfigError
@@ -61,6 +61,9 @@ class RunConfig(Params):
         5.0, unit="s", ge=0.0, doc="initial time left out of every measurement"
     )
     seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
+    workload_file: str = param(
+        "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
+    )
     costs: HostCosts = CLUSTER1
     kernel: KernelProfile = LINUX_24
 
@@ -74,6 +77,10 @@ class RunConfig(Params):
             raise ConfigError("costs", self.costs, "a HostCosts parameter set")
         if not isinstance(self.kernel, KernelProfile):
             raise ConfigError("kernel", self.kernel, "a KernelProfile")
+        if self.workload == "wsesslog":
+            if not self.workload_file:
+                raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
+            parse_wsesslog(self.workload_file)  # report a bad file before any run
 
     @classmethod
     def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
@@ -137,7 +144,10 @@ class Host:
         server_cls, server_params_cls, categories = SERVERS[config.server]
         self.cpu = Cpu(env, categories)
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
-        self.workload = workload_cls(workload_params_cls(), streams)
+        workload_params = workload_params_cls()
+        if config.workload_file:
+            workload_params = workload_params.replace(path=config.workload_file)
+        self.workload = workload_cls(workload_params, streams)
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s
         )
@@ -198,6 +208,8 @@ class Host:
             "accept_limit": config.accept_limit,
             "workload": config.workload,
             "target_rate_per_s": config.rate_per_s,
+            "target_request_rate_per_s": config.rate_per_s
+            * self.workload.mean_requests_per_connection(),
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,

@@ -17,6 +17,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--server", default="userver", help="server architecture (default userver)")
     p.add_argument("--accept-limit", default="1", help="accept-limit: an integer >= 1 or inf")
     p.add_argument("--workload", default="one-packet", help="workload (default one-packet)")
+    p.add_argument("--workload-file", default="", help="session file for --workload wsesslog")
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
@@ -38,6 +39,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "server": args.server,
         "accept_limit": check_limit(args.accept_limit),
         "workload": args.workload,
+        "workload_file": args.workload_file,
         "rate_per_s": parse_number("rate", args.rate),
         "duration_s": duration,
         "warmup_s": warmup,
