@@ -214,7 +214,7 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
         where = f"{path}:{number}"
         uri, *attrs = line.split()
         if not uri.startswith("/"):
-            raise ConfigError(field, where, f"a line starting with a URI beginning '/', got {uri!r}")
+            raise ConfigError(field, where, f"a line starting with a URI ('/...'), got {uri!r}")
         think = 0.0
         size = default_bytes
         for attr in attrs:
@@ -230,7 +230,9 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
                 except ValueError:
                     think = math.nan
                 if not math.isfinite(think) or think < 0:
-                    raise ConfigError(field, where, f"think= a number of seconds >= 0, got {value!r}")
+                    raise ConfigError(
+                        field, where, f"think= a number of seconds >= 0, got {value!r}"
+                    )
             elif key == "size":
                 if not value.isdigit() or int(value) < 1:
                     raise ConfigError(field, where, f"size= an integer >= 1 (bytes), got {value!r}")

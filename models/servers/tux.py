@@ -105,9 +105,8 @@ class Tux:
         self.params = params
         self.policy = policy
         self.work_pending: deque[Connection] = deque()
-        self._push = (
-            self.work_pending.appendleft if params.work_order == "lifo" else self.work_pending.append
-        )
+        queue = self.work_pending
+        self._push = queue.appendleft if params.work_order == "lifo" else queue.append
         self.open = 0
         self._phase = 0
         self._touched = 0  # distinct connections touched in the current phase
