@@ -21,8 +21,11 @@ it at its tail, for comparison).
 What large batches cost
 -----------------------
 With equal per-item costs at every batch size TUX has the same capacity at
-accept-limit 1 and inf (see ``docs`` in the report and
-``tests/test_tux.py``).  The mechanism modelled here is the processor cache:
+accept-limit 1 and inf (``scenarios/tux_mechanisms.toml``,
+``tests/test_tux.py``): bursty overflow drops and retransmissions hit both
+limits alike, and LIFO starvation causes no client timeouts because work
+phases last milliseconds against httperf's 10 s timeout.  The mechanism
+modelled here is the processor cache:
 every item of a phase touches its connection's kernel state (socket, TUX
 request, sk_buffs: ``costs.conn_footprint_bytes``).  A phase that touches
 more connections than fit in the L2 cache (``costs.l2_cache_bytes``) finds
