@@ -15,6 +15,7 @@ from sim.scenario import Scenario  # noqa: E402
 
 LABELS = {
     "target_rate_per_s": "target rate (requests/s)",
+    "target_request_rate_per_s": "target request rate (requests/s)",
     "reply_rate_per_s": "replies/s",
     "drops_per_s.total": "queue drops/s",
     "response_time_ms.mean": "mean response time (ms)",
@@ -30,7 +31,7 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     for ax, y in zip(axes[0], ys, strict=True):
         for key, group in frame.groupby(series, sort=False):
             group = group.sort_values(x)
-            ax.plot(group[x], group[y], marker="o", ms=3, label=f"{series} {key}")
+            ax.plot(group[x], group[y], marker="o", ms=3, label=_label(series, key))
         ax.set_xlabel(LABELS.get(x, x))
         ax.set_ylabel(LABELS.get(y, y))
         ax.grid(alpha=0.3)
@@ -39,6 +40,14 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _label(series: Any, key: Any) -> str:
+    """Legend text: ``accept_limit 10``, or ``server tux, accept_limit 1`` for several."""
+    if isinstance(series, list):
+        keys = key if isinstance(key, tuple) else (key,)
+        return ", ".join(f"{s} {k}" for s, k in zip(series, keys, strict=False))
+    return f"{series} {key}"
 
 
 def _selector(row: dict[str, Any]) -> dict[str, Any]:
