@@ -25,8 +25,9 @@ _FIT1 = (
 
 _FIT_TUX = (
     "fitted (tux_request_s with cache_refill_s) to the paper's TUX one-packet peaks on "
-    "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf; see "
-    "`python -m models.calibration tux` and models/calibration_results.toml"
+    "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf (residuals -0.1% and "
+    "+3.6%, 8 s runs); see `python -m models.calibration tux` and "
+    "models/calibration_results.toml"
 )
 
 _FIT_KNOT = (
@@ -108,7 +109,7 @@ class HostCosts(Params):
         doc="TUX takes one connection off the accept queue (in-kernel, no syscall crossing)",
     )
     tux_request_s: float = param(
-        14.0e-6,
+        14.175e-6,
         unit="s",
         ge=0.0,
         doc="TUX reads and parses one request and looks up the cached file (work_pending pass 1)",
@@ -140,7 +141,7 @@ class HostCosts(Params):
         "(~3.5 KB); an estimate from 2.4.20/TUX 2 structure sizes, not fitted",
     )
     cache_refill_s: float = param(
-        6.0e-6,
+        5.925e-6,
         unit="s",
         ge=0.0,
         doc="extra CPU to refetch one connection's working set from memory when it has been "
