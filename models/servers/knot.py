@@ -28,6 +28,13 @@ connection and exits.
 
 Threads blocked on the listening socket wait in a FIFO list; a poll that
 finds the accept queue non-empty wakes ``acceptor_wakeups`` of them.
+
+Known gap: with these mechanisms accept-limit 100 holds tens of thousands
+of connections open and falls off past its peak as in the paper, but limit
+50 does not beat limit 1 (the paper: about 14,000 against 12,000); neither
+waking one acceptor per poll nor waking all of them (a thundering herd)
+produces the gain, because Knot at limit 1 is bound by per-connection CPU,
+not by how fast it accepts.  See models/calibration_results.toml.
 """
 
 from __future__ import annotations
