@@ -100,7 +100,10 @@ def pivot_text(scenario: Scenario, frame: pd.DataFrame, metric: str = "reply_rat
     x = scenario.plot.get("x", "target_rate_per_s")
     series = scenario.plot.get("series", "accept_limit")
     table = frame.pivot_table(index=x, columns=series, values=metric, sort=False)
-    table.columns = [f"{series}={c}" for c in table.columns]
+    if isinstance(series, list):
+        table.columns = [_label(series, c) for c in table.columns]
+    else:
+        table.columns = [f"{series}={c}" for c in table.columns]
     return table.round(0).to_string()
 
 

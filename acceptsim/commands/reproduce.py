@@ -49,7 +49,11 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
 
 
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
-    return simulate(RunConfig.from_dict(point))
+    config = RunConfig.from_dict(point)
+    record = simulate(config)
+    if isinstance(point.get("costs"), dict):  # a scenario that varies costs can plot by them
+        record["costs"] = config.costs.to_dict()
+    return record
 
 
 def main(args: argparse.Namespace) -> int:
