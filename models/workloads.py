@@ -106,6 +106,13 @@ class SpecWeb99Params(Params):
     header_bytes: int = param(
         250, unit="bytes", ge=0, doc="HTTP response headers added to every file"
     )
+    think_mean_s: float = param(
+        0.0,
+        unit="s",
+        ge=0.0,
+        doc="mean (exponential) client think time between the requests of a connection; "
+        "0 = back-to-back requests, as httperf sends them without a session file",
+    )
 
 
 def specweb_file_table(params: SpecWeb99Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -147,12 +154,17 @@ class SpecWeb99:
         self._count = streams.sampler(
             "specweb99.requests", lambda g, n: g.geometric(p, n).astype(float)
         )
+        think = params.think_mean_s
+        self._think = streams.exponential("specweb99.think", think) if think > 0 else None
 
     def requests_per_connection(self) -> int:
         return int(self._count())
 
     def reply_bytes(self) -> int:
         return int(self._size())
+
+    def think_time(self, conn: Connection) -> float:
+        return self._think() if self._think is not None else 0.0
 
     def mean_requests_per_connection(self) -> float:
         return self.params.mean_requests

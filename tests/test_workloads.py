@@ -106,3 +106,11 @@ def test_wsesslog_think_time_delays_the_next_request(tmp_path):
     assert c["attempted"] == c["completed"] + c["timed_out"] + c["in_flight_at_end"]
     # each connection lives at least its think time: about rate * 0.5 open on average
     assert r["open_connections_mean"] == pytest.approx(200.0 * 0.5, rel=0.25)
+
+
+def test_specweb_think_time_mean_within_ci_and_off_by_default():
+    assert SpecWeb99(SpecWeb99Params(), Streams(1)).think_time(None) == 0.0  # type: ignore[arg-type]
+    wl = SpecWeb99(SpecWeb99Params(think_mean_s=0.02), Streams(5))
+    n = 20000
+    x = np.array([wl.think_time(None) for _ in range(n)])  # type: ignore[arg-type]
+    assert abs(x.mean() - 0.02) < 3 * 0.02 / math.sqrt(n)
