@@ -18,10 +18,14 @@ from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
-from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
+from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
+from models.servers.knot import Knot, KnotA, KnotParams
 from models.servers.nginx import Nginx, NginxParams
+from models.servers.tux import CATEGORIES as TUX_CATEGORIES
+from models.servers.tux import Tux, TuxParams
+from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
-from models.workloads import WORKLOADS
+from models.workloads import WORKLOADS, parse_wsesslog
 from sim.cpu import KERNEL, Cpu
 from sim.engine import Environment
 from sim.errors import ConfigError
@@ -32,6 +36,9 @@ from sim.streams import Streams
 SERVERS = {
     "userver": (Userver, UserverParams, USERVER_CATEGORIES),
     "nginx": (Nginx, NginxParams, USERVER_CATEGORIES),
+    "tux": (Tux, TuxParams, TUX_CATEGORIES),
+    "knot": (Knot, KnotParams, KNOT_CATEGORIES),
+    "knot-a": (KnotA, KnotParams, KNOT_CATEGORIES),
 }
 
 
@@ -60,6 +67,9 @@ class RunConfig(Params):
         0.0, unit="s", ge=0.0, doc="if > 0, also report replies per interval of this length "
         "over the whole run (`replies_per_interval`, for warm-up detection); 0: off",
     )
+    workload_file: str = param(
+        "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
+    )
     costs: HostCosts = CLUSTER1
     kernel: KernelProfile = LINUX_24
 
@@ -78,6 +88,10 @@ class RunConfig(Params):
             raise ConfigError("costs", self.costs, "a HostCosts parameter set")
         if not isinstance(self.kernel, KernelProfile):
             raise ConfigError("kernel", self.kernel, "a KernelProfile")
+        if self.workload == "wsesslog":
+            if not self.workload_file:
+                raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
+            parse_wsesslog(self.workload_file)  # report a bad file before any run
 
     @classmethod
     def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
@@ -142,7 +156,10 @@ class Host:
         server_cls, server_params_cls, categories = SERVERS[config.server]
         self.cpu = Cpu(env, categories)
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
-        self.workload = workload_cls(workload_params_cls(), streams)
+        workload_params = workload_params_cls()
+        if config.workload_file:
+            workload_params = workload_params.replace(path=config.workload_file)
+        self.workload = workload_cls(workload_params, streams)
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s
         )
@@ -207,6 +224,8 @@ class Host:
             "accept_limit": config.accept_limit,
             "workload": config.workload,
             "target_rate_per_s": config.rate_per_s,
+            "target_request_rate_per_s": config.rate_per_s
+            * self.workload.mean_requests_per_connection(),
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,
@@ -250,6 +269,8 @@ class Host:
         }
         if client.series is not None:
             result["replies_per_interval"] = list(client.series)
+        if "busy_area" in server:
+            result["threads_busy_mean"] = server["busy_area"] / window
         return result
 
 
