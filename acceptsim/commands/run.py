@@ -10,6 +10,7 @@ from acceptsim.config_io import load_params_file, parse_int, parse_number
 from models.costs import PARAMETER_SETS
 from models.experiment import RunConfig, simulate
 from models.policies import check_limit
+from sim.errors import ConfigError
 from sim.results import flatten, json_safe
 
 
@@ -26,6 +27,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", default="1", help="seed of the run's random streams (default 1)")
     p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
     p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
+    p.add_argument("--kernel", default=None, help="kernel profile: linux-2.4 (default, the "
+                   "paper's) or linux-modern")
     p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
                    "file of cost (and [kernel]) parameters")
     p.add_argument("--format", default="table", choices=("table", "json"))
@@ -49,12 +52,18 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "spacing": args.spacing,
         "timeout_s": parse_number("timeout", args.timeout),
     }
+    if args.kernel is not None:
+        fields["kernel"] = args.kernel
     if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
         fields["costs"] = args.params
     elif args.params:
         costs, kernel = load_params_file(args.params)
         fields["costs"] = costs
         if kernel is not None:
+            if args.kernel is not None:
+                raise ConfigError(
+                    "--kernel", args.kernel, "not together with a [kernel] table in --params"
+                )
             fields["kernel"] = kernel
     return RunConfig.from_dict(fields)
 
