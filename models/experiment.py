@@ -116,34 +116,32 @@ class RunConfig(Params):
         return out
 
 
-def resolve_costs(value: Any, base: HostCosts = CLUSTER1) -> HostCosts:
-    if isinstance(value, HostCosts):
+def _resolve(value: Any, base: Any, named: dict[str, Any], field: str, name_key: str) -> Any:
+    """A parameter set given as an object, a name, or a table of changes (a table may
+    start from a named set with ``name_key = "..."``)."""
+    cls = type(base)
+    if isinstance(value, cls):
         return value
     if isinstance(value, str):
-        if value not in PARAMETER_SETS:
-            raise ConfigError("costs", value, "one of " + ", ".join(PARAMETER_SETS))
-        return PARAMETER_SETS[value]
+        if value not in named:
+            raise ConfigError(field, value, "one of " + ", ".join(named))
+        return named[value]
     if isinstance(value, dict):
         value = dict(value)
-        named = value.pop("base", None)
-        start = resolve_costs(named) if named is not None else base
-        return HostCosts.from_dict(value, base=start)
-    raise ConfigError("costs", value, "a parameter-set name or a table of costs")
+        start = value.pop(name_key, None)
+        start_set = _resolve(start, base, named, field, name_key) if start is not None else base
+        return cls.from_dict(value, base=start_set)
+    raise ConfigError(field, value, f"a name ({', '.join(named)}) or a table of settings")
+
+
+def resolve_costs(value: Any, base: HostCosts = CLUSTER1) -> HostCosts:
+    """Costs by name (``cluster1``), or a table of costs (``base = "cluster1"`` optional)."""
+    return _resolve(value, base, PARAMETER_SETS, "costs", "base")
 
 
 def resolve_kernel(value: Any, base: KernelProfile = LINUX_24) -> KernelProfile:
-    if isinstance(value, KernelProfile):
-        return value
-    if isinstance(value, str):
-        if value not in PROFILES:
-            raise ConfigError("kernel", value, "one of " + ", ".join(PROFILES))
-        return PROFILES[value]
-    if isinstance(value, dict):
-        value = dict(value)
-        named = value.pop("name", None)
-        start = resolve_kernel(named) if named is not None else base
-        return KernelProfile.from_dict(value, base=start)
-    raise ConfigError("kernel", value, "a kernel profile name or a table of settings")
+    """A kernel profile by name, or a table of settings (``name = "linux-2.4"`` optional)."""
+    return _resolve(value, base, PROFILES, "kernel", "name")
 
 
 class Host:
