@@ -57,7 +57,7 @@ class DelayLine:
     many packets are in flight on a line, the heap stays small.
     """
 
-    __slots__ = ("env", "delay", "queue", "_call")
+    __slots__ = ("env", "delay", "queue")
 
     def __init__(self, env: Environment, delay: float) -> None:
         if not delay >= 0:
@@ -65,22 +65,23 @@ class DelayLine:
         self.env = env
         self.delay = delay
         self.queue: deque[tuple[float, Callable[[Any], None], Any]] = deque()
-        self._call = Call(self._fire, None)
 
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
         env = self.env
         at = env._now + self.delay
         if not self.queue:
-            heappush(env._queue, (at, NORMAL, next(env._eid), self._call))
+            # the line itself is its head's entry on the heap
+            heappush(env._queue, (at, NORMAL, next(env._eid), self))
         self.queue.append((at, fn, value))
 
-    def _fire(self, _: Any) -> None:
+    def fire(self) -> None:
+        """The head's time has come: call it, and put the next head on the heap."""
         queue = self.queue
         _, fn, value = queue.popleft()
         if queue:
             env = self.env
-            heappush(env._queue, (queue[0][0], NORMAL, next(env._eid), self._call))
+            heappush(env._queue, (queue[0][0], NORMAL, next(env._eid), self))
         fn(value)
 
 
@@ -129,6 +130,9 @@ class Environment(simpy.Environment):
         if event.__class__ is Call:
             event.fn(event.value)
             return
+        if event.__class__ is DelayLine:
+            event.fire()
+            return
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
             callback(event)
@@ -149,6 +153,8 @@ class Environment(simpy.Environment):
         cpu = self.cpu
         task_time = cpu.task_time
         call_cls = Call
+        line_cls = DelayLine
+        eid = self._eid
         block = BLOCK
         while True:
             t = queue[0][0] if queue else Infinity
@@ -176,7 +182,15 @@ class Environment(simpy.Environment):
                 self._now = at
                 return None
             self._now, _, _, event = heappop(queue)
-            if event.__class__ is call_cls:
+            cls = event.__class__
+            if cls is line_cls:  # DelayLine.fire, inlined
+                lq = event.queue
+                _, fn, value = lq.popleft()
+                if lq:
+                    heappush(queue, (lq[0][0], NORMAL, next(eid), event))
+                fn(value)
+                continue
+            if cls is call_cls:
                 event.fn(event.value)
                 continue
             callbacks, event.callbacks = event.callbacks, None
