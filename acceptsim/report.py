@@ -18,6 +18,9 @@ LABELS = {
     "reply_rate_per_s": "replies/s",
     "drops_per_s.total": "queue drops/s",
     "response_time_ms.mean": "mean response time (ms)",
+    "idle_connections": "idle persistent connections",
+    "cpu_share.idle": "CPU idle share",
+    "cpu_share.getevents": "CPU share in getevents",
 }
 
 
@@ -92,4 +95,5 @@ def pivot_text(scenario: Scenario, frame: pd.DataFrame, metric: str = "reply_rat
     series = scenario.plot.get("series", "accept_limit")
     table = frame.pivot_table(index=x, columns=series, values=metric, sort=False)
     table.columns = [f"{series}={c}" for c in table.columns]
-    return table.round(0).to_string()
+    digits = 0 if table.abs().max().max() >= 100 else 3  # shares and ms keep their decimals
+    return table.round(digits).to_string()

@@ -418,13 +418,14 @@ class RtSignalServer(SelectServer):
                 + (p.scan_per_fd_s + p.poll_copy_per_fd_s) * n
                 + p.register_per_fd_s * registered
             )
+            before = len(self.ready)
             for target in missed:
                 self._take(target)
+            self.select_calls += 1
+            self.dispatch_events += len(self.ready) - before
         else:
             # dequeue the signals queued so far, one system call each
             for _ in range(len(self.sigq)):
-                if not self.sigq:
-                    break  # flushed by an overflow meanwhile? (cannot happen: we run)
                 target = self.sigq.popleft()
                 yield GETEVENTS, p.sigwait_s
                 self.select_calls += 1
