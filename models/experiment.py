@@ -19,6 +19,7 @@ from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
 from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
+from models.servers.flash import SERVERS as FLASH_SERVERS
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
 from models.workloads import WORKLOADS
@@ -31,6 +32,7 @@ from sim.streams import Streams
 
 SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
 SERVERS.update(DISPATCH_SERVERS)
+SERVERS.update(FLASH_SERVERS)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from models.fileset import FileSet, FileSetParams
 from sim.params import Params, param
 from sim.streams import Streams
 
@@ -55,3 +56,4 @@ class OnePacket:
 
 
 WORKLOADS = {"one-packet": (OnePacket, OnePacketParams)}
+WORKLOADS["fileset"] = (FileSet, FileSetParams)
