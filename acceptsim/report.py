@@ -33,7 +33,7 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     for ax, y in zip(axes[0], ys, strict=True):
         for key, group in frame.groupby(series, sort=False):
             group = group.sort_values(x)
-            ax.plot(group[x], group[y], marker="o", ms=3, label=f"{series} {key}")
+            ax.plot(group[x], group[y], marker="o", ms=3, label=series_label(series, key))
         ax.set_xlabel(LABELS.get(x, x))
         ax.set_ylabel(LABELS.get(y, y))
         ax.grid(alpha=0.3)
@@ -42,6 +42,14 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def series_label(series: str | list[str], key: Any, sep: str = " ") -> str:
+    """``accept_limit 10``; for several series keys just the values: ``userver-select/1``."""
+    if isinstance(series, (list, tuple)):
+        keys = key if isinstance(key, tuple) else (key,)
+        return "/".join(str(k) for k in keys)
+    return f"{series}{sep}{key}"
 
 
 def _selector(row: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +102,8 @@ def pivot_text(scenario: Scenario, frame: pd.DataFrame, metric: str = "reply_rat
     x = scenario.plot.get("x", "target_rate_per_s")
     series = scenario.plot.get("series", "accept_limit")
     table = frame.pivot_table(index=x, columns=series, values=metric, sort=False)
-    table.columns = [f"{series}={c}" for c in table.columns]
+    table.columns = [series_label(series, c, sep="=") for c in table.columns]
+    if isinstance(series, (list, tuple)):
+        table.columns.name = "/".join(series)
     digits = 0 if table.abs().max().max() >= 100 else 3  # shares and ms keep their decimals
     return table.round(digits).to_string()
