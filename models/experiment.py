@@ -20,6 +20,7 @@ from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
 from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
 from models.servers.flash import SERVERS as FLASH_SERVERS
+from models.servers.twoclass import SERVERS as TWOCLASS_SERVERS
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
 from models.workloads import WORKLOADS
@@ -33,6 +34,7 @@ from sim.streams import Streams
 SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
 SERVERS.update(DISPATCH_SERVERS)
 SERVERS.update(FLASH_SERVERS)
+SERVERS.update(TWOCLASS_SERVERS)
 
 
 @dataclass(frozen=True)

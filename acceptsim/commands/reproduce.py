@@ -78,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     for s in scenarios:
         t0 = time.perf_counter()
-        frame = to_frame(run_many(run_point, s.points(), jobs=jobs))
+        frame = report.add_normalised(s, to_frame(run_many(run_point, s.points(), jobs=jobs)))
         frame.to_csv(out / f"{s.name}.csv", index=False)
         report.plot(s, frame, out / f"{s.name}.png")
         metric = s.plot.get("table", "reply_rate_per_s")

@@ -176,7 +176,7 @@ class _FileServing:
         workload = self.client.workload
         return {
             "files": {
-                "dataset_mb": getattr(workload, "dataset_bytes", 0) / 1e6,
+                "dataset_mb": round(getattr(workload, "dataset_bytes", 0) / 1e6, 1),
                 "cache_mb": self.cache.capacity_bytes / 1e6,
                 "hit_ratio": diff["cache_hits"] / lookups if lookups else None,
                 "disk_reads_per_s": diff["disk_reads"] / window,
