@@ -307,6 +307,9 @@ class TwoClass:
                     w.pace_at = w.send_from + sent / p.bg_send_limit_bytes_per_s
                 self.link.send(chunk, self._chunk_sent, (w, conn, last))
                 if last:
+                    if w.pace_at > self.env._now:  # paced: this process's rate stays <= limit
+                        self.env.call_at(w.pace_at, self._paced, w)
+                        return
                     continue  # the reply is all in the buffer: go on to the next read
                 return  # the buffer is full: block until it drains (and the pacing allows)
             if conn.pending:
@@ -337,9 +340,12 @@ class TwoClass:
             (self.bg_client if w.background else self.client).reply(conn)  # type: ignore[union-attr]
             return
         if w.pace_at > self.env._now:
-            self.env.call_at(w.pace_at, lambda _: self.make_runnable(w))
+            self.env.call_at(w.pace_at, self._paced, w)
         else:
             self.make_runnable(w)
+
+    def _paced(self, w: _Worker) -> None:
+        self.make_runnable(w)
 
     # -- measures ------------------------------------------------------------------------
     def counters(self) -> dict[str, float]:
