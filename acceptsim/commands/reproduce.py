@@ -76,7 +76,13 @@ def main(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     started = time.perf_counter()
+    current_section = ""
+    # the paper's figures first, then each further section's scenarios together
+    scenarios.sort(key=lambda s: s.section != "")
     for s in scenarios:
+        if s.section != current_section:
+            current_section = s.section
+            sections.append(f"# {s.section}\n")
         t0 = time.perf_counter()
         frame = report.add_normalised(s, to_frame(run_many(run_point, s.points(), jobs=jobs)))
         frame.to_csv(out / f"{s.name}.csv", index=False)
