@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from acceptsim import __version__
-from acceptsim.commands import bench, measure, reproduce, run, sweep
+from acceptsim.commands import bench, calibrate, measure, reproduce, run, sweep
 from sim.errors import ConfigError
 
-COMMANDS = [run, reproduce, sweep, bench, measure]
+COMMANDS = [run, reproduce, sweep, bench, measure, calibrate]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -20,10 +20,15 @@ from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
 from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
 from models.servers.flash import SERVERS as FLASH_SERVERS
+from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
+from models.servers.knot import Knot, KnotA, KnotParams
+from models.servers.nginx import Nginx, NginxParams
+from models.servers.tux import CATEGORIES as TUX_CATEGORIES
+from models.servers.tux import Tux, TuxParams
 from models.servers.twoclass import SERVERS as TWOCLASS_SERVERS
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
-from models.workloads import WORKLOADS
+from models.workloads import WORKLOADS, parse_wsesslog
 from sim.cpu import KERNEL, Cpu
 from sim.engine import Environment
 from sim.errors import ConfigError
@@ -31,7 +36,13 @@ from sim.params import Params, param
 from sim.results import differences, ratio, summary_ms
 from sim.streams import Streams
 
-SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
+SERVERS = {
+    "userver": (Userver, UserverParams, USERVER_CATEGORIES),
+    "nginx": (Nginx, NginxParams, USERVER_CATEGORIES),
+    "tux": (Tux, TuxParams, TUX_CATEGORIES),
+    "knot": (Knot, KnotParams, KNOT_CATEGORIES),
+    "knot-a": (KnotA, KnotParams, KNOT_CATEGORIES),
+}
 SERVERS.update(DISPATCH_SERVERS)
 SERVERS.update(FLASH_SERVERS)
 SERVERS.update(TWOCLASS_SERVERS)
@@ -62,6 +73,9 @@ class RunConfig(Params):
         0.0, unit="s", ge=0.0, doc="if > 0, also report replies per interval of this length "
         "over the whole run (`replies_per_interval`, for warm-up detection); 0: off",
     )
+    workload_file: str = param(
+        "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, doc="idle persistent connections the clients open before "
         "the run and the server holds in its interest set (Chandra and Mosberger: 252 or 6,000)",
@@ -75,6 +89,11 @@ class RunConfig(Params):
     kernel: KernelProfile = LINUX_24
 
     def __post_init__(self) -> None:
+        # parameter sets may be named: RunConfig(costs="cluster1", kernel="linux-modern")
+        if isinstance(self.costs, str):
+            object.__setattr__(self, "costs", resolve_costs(self.costs))
+        if isinstance(self.kernel, str):
+            object.__setattr__(self, "kernel", resolve_kernel(self.kernel))
         super().__post_init__()
         for name in ("server_params", "workload_params"):
             object.__setattr__(self, name, _table(name, getattr(self, name)))
@@ -91,6 +110,10 @@ class RunConfig(Params):
             raise ConfigError("costs", self.costs, "a HostCosts parameter set")
         if not isinstance(self.kernel, KernelProfile):
             raise ConfigError("kernel", self.kernel, "a KernelProfile")
+        if self.workload == "wsesslog":
+            if not self.workload_file:
+                raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
+            parse_wsesslog(self.workload_file)  # report a bad file before any run
 
     @classmethod
     def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
@@ -114,7 +137,10 @@ class RunConfig(Params):
 
     def build_workload_params(self) -> Params:
         """The workload's parameter set: its defaults updated by ``workload_params``."""
-        return WORKLOADS[self.workload][1].from_dict(dict(self.workload_params))
+        params = WORKLOADS[self.workload][1].from_dict(dict(self.workload_params))
+        if self.workload_file:
+            params = params.replace(path=self.workload_file)
+        return params
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -134,34 +160,32 @@ def _table(name: str, value: Any) -> tuple[tuple[str, Any], ...]:
     raise ConfigError(name, value, "a table of name = value")
 
 
-def resolve_costs(value: Any, base: HostCosts = CLUSTER1) -> HostCosts:
-    if isinstance(value, HostCosts):
+def _resolve(value: Any, base: Any, named: dict[str, Any], field: str, name_key: str) -> Any:
+    """A parameter set given as an object, a name, or a table of changes (a table may
+    start from a named set with ``name_key = "..."``)."""
+    cls = type(base)
+    if isinstance(value, cls):
         return value
     if isinstance(value, str):
-        if value not in PARAMETER_SETS:
-            raise ConfigError("costs", value, "one of " + ", ".join(PARAMETER_SETS))
-        return PARAMETER_SETS[value]
+        if value not in named:
+            raise ConfigError(field, value, "one of " + ", ".join(named))
+        return named[value]
     if isinstance(value, dict):
         value = dict(value)
-        named = value.pop("base", None)
-        start = resolve_costs(named) if named is not None else base
-        return HostCosts.from_dict(value, base=start)
-    raise ConfigError("costs", value, "a parameter-set name or a table of costs")
+        start = value.pop(name_key, None)
+        start_set = _resolve(start, base, named, field, name_key) if start is not None else base
+        return cls.from_dict(value, base=start_set)
+    raise ConfigError(field, value, f"a name ({', '.join(named)}) or a table of settings")
+
+
+def resolve_costs(value: Any, base: HostCosts = CLUSTER1) -> HostCosts:
+    """Costs by name (``cluster1``), or a table of costs (``base = "cluster1"`` optional)."""
+    return _resolve(value, base, PARAMETER_SETS, "costs", "base")
 
 
 def resolve_kernel(value: Any, base: KernelProfile = LINUX_24) -> KernelProfile:
-    if isinstance(value, KernelProfile):
-        return value
-    if isinstance(value, str):
-        if value not in PROFILES:
-            raise ConfigError("kernel", value, "one of " + ", ".join(PROFILES))
-        return PROFILES[value]
-    if isinstance(value, dict):
-        value = dict(value)
-        named = value.pop("name", None)
-        start = resolve_kernel(named) if named is not None else base
-        return KernelProfile.from_dict(value, base=start)
-    raise ConfigError("kernel", value, "a kernel profile name or a table of settings")
+    """A kernel profile by name, or a table of settings (``name = "linux-2.4"`` optional)."""
+    return _resolve(value, base, PROFILES, "kernel", "name")
 
 
 class Host:
@@ -207,6 +231,7 @@ class Host:
                 "drop_request": listen.drop_request,
                 "listen_overflow": listen.listen_overflow,
             },
+            "cookies_sent": listen.cookies_sent,
         }
 
     def run(self) -> dict[str, Any]:
@@ -228,6 +253,7 @@ class Host:
         server = differences(end["server"], start["server"])
         drops = differences(end["drops"], start["drops"])
         drops["total"] = sum(drops.values())
+        cookies = end["cookies_sent"] - start["cookies_sent"]
         used = differences(end["cpu"], start["cpu"])
         shares = {KERNEL: used.pop(KERNEL) / window}
         shares.update({k: v / window for k, v in used.items()})
@@ -239,6 +265,8 @@ class Host:
             "accept_limit": config.accept_limit,
             "workload": config.workload,
             "target_rate_per_s": config.rate_per_s,
+            "target_request_rate_per_s": config.rate_per_s
+            * self.workload.mean_requests_per_connection(),
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,
@@ -263,6 +291,15 @@ class Host:
                 "in_flight_at_end": client.in_flight_at_end,
             },
             "httperf": client.httperf_summary(),
+            # the same drops under the names `nstat` gives them on a modern kernel
+            "nstat_per_s": {
+                "TcpExtListenOverflows": (drops["accept_q_full"] + drops["listen_overflow"])
+                / window,
+                "TcpExtListenDrops": drops["total"] / window,
+                "TcpExtTCPReqQFullDrop": drops["syn_q_full"] / window,
+                "TcpExtTCPReqQFullDoCookies": cookies / window,
+                "TcpExtSyncookiesSent": cookies / window,
+            },
             "queues": {
                 "accept_queue_max": self.listen.max_accept_len,
                 "accept_queue_capacity": self.listen.backlog + 1,
@@ -274,6 +311,8 @@ class Host:
         }
         if client.series is not None:
             result["replies_per_interval"] = list(client.series)
+        if "busy_area" in server:
+            result["threads_busy_mean"] = server["busy_area"] / window
         if hasattr(self.server, "result_extras"):  # a server's own measures (documented there)
             result.update(self.server.result_extras(server, window))
         return result

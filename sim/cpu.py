@@ -20,7 +20,10 @@ Contract
   while a burst is under way (or waiting for the kernel) moves the burst's
   end one second later.  So ``task_end`` is always the exact instant the
   current burst ends given the work charged so far, and the environment
-  only compares it with the next event's time.
+  only compares it with the next event's time.  When ``task_end`` comes
+  first, :meth:`sim.engine.Environment.run` steps the task to its next
+  yield and sets the next ``task_end`` (inline there: it is the engine's
+  hottest path).
 
 CPU time is accounted exactly per category; :meth:`Cpu.usage` reports it as
 of ``env.now`` (the unfinished part of the current burst excluded).
@@ -92,24 +95,6 @@ class Cpu:
         free = self.kernel_free_at
         self._category = None
         self.task_end = free if free > now else now
-
-    def complete_burst(self) -> None:
-        """The current burst has ended (``env.now == task_end``): run the task to its next yield."""
-        try:
-            item = next(self._task)  # type: ignore[arg-type]
-        except StopIteration:
-            self._task = None
-            self.task_end = INF
-            return
-        if item is BLOCK:
-            self.task_end = INF
-            return
-        category, cost = item
-        self._category = category
-        self.task_time[category] += cost
-        now = self.env._now
-        free = self.kernel_free_at
-        self.task_end = (free if free > now else now) + cost
 
     def usage(self) -> dict[str, float]:
         """CPU seconds used per category up to ``env.now`` (kernel included)."""

@@ -154,8 +154,8 @@ class Environment(simpy.Environment):
             t = queue[0][0] if queue else Infinity
             task_end = cpu.task_end
             if task_end <= t and task_end <= at:
-                # the task's burst ends first: run it to its next yield
-                # (Cpu.complete_burst, inlined: this is the engine's hottest path)
+                # the task's burst ends first: run it to its next yield, and
+                # start its next burst when the kernel's backlog is done
                 self._now = task_end
                 try:
                     item = next(cpu._task)  # type: ignore[arg-type]

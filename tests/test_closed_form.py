@@ -19,7 +19,8 @@ from scipy import stats
 from models import RunConfig, simulate
 from models.costs import HostCosts
 
-ZERO = {row["name"]: 0.0 for row in HostCosts.describe()}
+#: every CPU cost (seconds, or seconds per unit) set to zero
+ZERO = {row["name"]: 0.0 for row in HostCosts.describe() if row["unit"].startswith("s")}
 
 
 def md1_response_time(rate: float, service: float, rtt: float) -> float:

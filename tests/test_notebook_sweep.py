@@ -17,7 +17,7 @@ def test_the_sweep_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": NOTEBOOK.parent}}
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": NOTEBOOK.parent}}
     )
     client.execute(env=dict(os.environ))
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]

@@ -49,7 +49,11 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
 
 
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
-    return simulate(RunConfig.from_dict(point))
+    config = RunConfig.from_dict(point)
+    record = simulate(config)
+    if isinstance(point.get("costs"), dict):  # a scenario that varies costs can plot by them
+        record["costs"] = config.costs.to_dict()
+    return record
 
 
 def main(args: argparse.Namespace) -> int:
@@ -75,6 +79,7 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sections = []
+    frames = []
     started = time.perf_counter()
     current_section = ""
     # the paper's figures first, then each further section's scenarios together
@@ -86,6 +91,7 @@ def main(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         frame = report.add_normalised(s, to_frame(run_many(run_point, s.points(), jobs=jobs)))
         frame.to_csv(out / f"{s.name}.csv", index=False)
+        frames.append(frame)
         report.plot(s, frame, out / f"{s.name}.png")
         metric = s.plot.get("table", "reply_rate_per_s")
         label = report.LABELS.get(metric, metric)
@@ -101,8 +107,12 @@ def main(args: argparse.Namespace) -> int:
             + (report.markdown_table(expect) + "\n\n" if expect else "")
             + f"({len(frame)} runs, {time.perf_counter() - t0:.0f} s wall)\n"
         )
+    equation1 = report.equation1_section(frames)
+    if equation1:
+        print("\n" + equation1)
     (out / "report.md").write_text(
         "# acceptsim: reproduction of Brecht, Pariag and Gammo (USENIX ATC 2004)\n\n"
+        + equation1
         + "\n".join(sections)
         + f"\nTotal wall time: {time.perf_counter() - started:.0f} s\n"
     )

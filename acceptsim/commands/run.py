@@ -8,6 +8,7 @@ import tomllib
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
+from models.costs import PARAMETER_SETS
 from models.experiment import RunConfig, simulate
 from models.policies import check_limit
 from sim.errors import ConfigError
@@ -19,6 +20,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--server", default="userver", help="server architecture (default userver)")
     p.add_argument("--accept-limit", default="1", help="accept-limit: an integer >= 1 or inf")
     p.add_argument("--workload", default="one-packet", help="workload (default one-packet)")
+    p.add_argument("--workload-file", default="", help="session file for --workload wsesslog")
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
@@ -32,7 +34,10 @@ def add_parser(subparsers: Any) -> None:
                    help="override one of the server's own parameters (repeatable)")
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the workload's own parameters (repeatable)")
-    p.add_argument("--params", default=None, help="TOML file of cost (and [kernel]) parameters")
+    p.add_argument("--kernel", default=None, help="kernel profile: linux-2.4 (default, the "
+                   "paper's) or linux-modern")
+    p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
+                   "file of cost (and [kernel]) parameters")
     p.add_argument("--format", default="table", choices=("table", "json"))
     p.set_defaults(main=main)
 
@@ -46,6 +51,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "server": args.server,
         "accept_limit": check_limit(args.accept_limit),
         "workload": args.workload,
+        "workload_file": args.workload_file,
         "rate_per_s": parse_number("rate", args.rate),
         "duration_s": duration,
         "warmup_s": warmup,
@@ -56,10 +62,18 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "server_params": parse_assignments("server-param", args.server_param),
         "workload_params": parse_assignments("workload-param", args.workload_param),
     }
-    if args.params:
+    if args.kernel is not None:
+        fields["kernel"] = args.kernel
+    if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
+        fields["costs"] = args.params
+    elif args.params:
         costs, kernel = load_params_file(args.params)
         fields["costs"] = costs
         if kernel is not None:
+            if args.kernel is not None:
+                raise ConfigError(
+                    "--kernel", args.kernel, "not together with a [kernel] table in --params"
+                )
             fields["kernel"] = kernel
     return RunConfig.from_dict(fields)
 

@@ -122,6 +122,10 @@ class Userver:
         ready, self.ready = self.ready, []
         return ready
 
+    def opened(self) -> float:
+        """Extra CPU per accepted connection beyond ``accept()`` (none for select)."""
+        return 0.0
+
     def run(self):  # type: ignore[no-untyped-def]
         costs = self.costs
         listen = self.listen
@@ -140,7 +144,7 @@ class Userver:
                     if conn is None:
                         yield ACCEPT, costs.accept_empty_s
                         break
-                    yield ACCEPT, costs.accept_s
+                    yield ACCEPT, costs.accept_s + self.opened()
                     accepted += 1
                     self.open += 1
                     self._open_sum -= self.env._now

@@ -1,0 +1,128 @@
+"""``acceptsim calibrate`` and ``acceptsim validate``: the simulator against measured runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from acceptsim.config_io import load_params_file, parse_int
+from acceptsim.measure import calibrate as cal
+from acceptsim.measure.run import MeasuredRun, find_runs, load_run
+from models.costs import CLUSTER1
+from sim.errors import ConfigError
+from sim.results import json_safe
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("calibrate", help="fit cost parameters to measured runs")
+    p.add_argument("runs", nargs="+", help="run directories, or folders holding them")
+    p.add_argument("--out", required=True, help="parameter file to write (TOML)")
+    p.add_argument("--fit", default=",".join(cal.DEFAULT_FIT), help="cost parameters to fit")
+    p.add_argument("--params", default=None, help="starting cost parameters (TOML)")
+    p.add_argument("--include-client-limited", action="store_true",
+                   help="also use runs whose clients limited the load")
+    p.add_argument("--max-evaluations", default="60", help="simulator evaluations at most")
+    p.add_argument("--jobs", default="1", help="parallel simulations")
+    p.add_argument("--seed", default="1")
+    p.set_defaults(main=main_calibrate)
+
+    v = subparsers.add_parser("validate", help="predicted against measured, per run")
+    v.add_argument("runs", nargs="+", help="run directories, or folders holding them")
+    v.add_argument("--params", default=None, help="cost parameters (TOML), e.g. from calibrate")
+    v.add_argument("--format", default="table", choices=("table", "json"))
+    v.add_argument("--plot", default=None, help="write measured-vs-predicted PNG here")
+    v.add_argument("--jobs", default="1", help="parallel simulations")
+    v.add_argument("--seed", default="1")
+    v.set_defaults(main=main_validate)
+
+
+def read_runs(paths: list[str]) -> list[MeasuredRun]:
+    dirs: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if (path / "run.toml").is_file():
+            dirs.append(path)
+        elif path.is_dir() and find_runs(path):
+            dirs.extend(find_runs(path))
+        else:
+            raise ConfigError("run", text, "a run directory (with run.toml) or a folder of them")
+    return [load_run(d) for d in dirs]
+
+
+def main_calibrate(args: argparse.Namespace) -> int:
+    runs = read_runs(args.runs)
+    base = load_params_file(args.params)[0] if args.params else CLUSTER1
+    used = cal.usable(runs, args.include_client_limited)
+    fit = [name.strip() for name in args.fit.split(",") if name.strip()]
+    result = cal.calibrate(
+        used,
+        fit=fit,
+        base=base,
+        seed=parse_int("seed", args.seed),
+        jobs=parse_int("jobs", args.jobs),
+        max_evaluations=parse_int("max-evaluations", args.max_evaluations),
+    )
+    Path(args.out).write_text(result.to_toml())
+    for name, value in result.fitted.items():
+        print(f"{name:20s} {value * 1e6:9.3f} us  +/- {result.stderr[name] * 1e6:.3f}")
+    for run, res in result.residuals.items():
+        print(f"  {run:48s} residual {res:+.2%}")
+    for note in result.notes:
+        print("note:", note)
+    print(f"wrote {args.out} ({len(used)} of {len(runs)} runs used, "
+          f"{result.evaluations} evaluations)")
+    return 0
+
+
+def main_validate(args: argparse.Namespace) -> int:
+    runs = read_runs(args.runs)
+    costs = load_params_file(args.params)[0] if args.params else CLUSTER1
+    report = cal.validate(
+        runs, costs, seed=parse_int("seed", args.seed), jobs=parse_int("jobs", args.jobs)
+    )
+    if args.plot:
+        plot(report, Path(args.plot))
+    if args.format == "json":
+        print(json.dumps(json_safe(report), indent=2))
+        return 0
+    print(f"{'run':48s} {'measured':>9s} {'predicted':>9s}  overflows meas/pred")
+    for row in report["runs"]:
+        m, p = row["measured"], row["predicted"]
+        flag = " (client-limited)" if row["client_limited"] else ""
+        print(
+            f"{row['run']:48s} {m['reply_rate_per_s']:9.0f} {p['reply_rate_per_s']:9.0f}  "
+            f"{m['listen_overflows_per_s']:7.0f} / {p['listen_overflows_per_s']:.0f}{flag}"
+        )
+    mape = report["mape_reply_rate"]
+    print(f"mean absolute % error of reply rate: {mape:.1f}% over {report['runs_in_mape']} runs"
+          if mape is not None else "no run the clients did not limit")
+    return 0
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    for multi, marker in ((False, "o"), (True, "s")):
+        rows = [r for r in report["runs"] if r["multi_accept"] == multi]
+        ax.scatter(
+            [r["target_rate_per_s"] for r in rows],
+            [r["measured"]["reply_rate_per_s"] for r in rows],
+            marker=marker, facecolors="none", edgecolors="C0" if multi else "C1",
+            label=f"measured, multi_accept {'on' if multi else 'off'}",
+        )
+        pts = sorted((r["target_rate_per_s"], r["predicted"]["reply_rate_per_s"]) for r in rows)
+        ax.plot([x for x, _ in pts], [y for _, y in pts], color="C0" if multi else "C1",
+                label=f"predicted, multi_accept {'on' if multi else 'off'}")
+    ax.set_xlabel("target rate (connections/s)")
+    ax.set_ylabel("replies/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
