@@ -19,7 +19,33 @@ LABELS = {
     "reply_rate_per_s": "replies/s",
     "drops_per_s.total": "queue drops/s",
     "response_time_ms.mean": "mean response time (ms)",
+    "idle_connections": "idle persistent connections",
+    "cpu_share.idle": "CPU idle share",
+    "cpu_share.getevents": "CPU share in getevents",
+    "response_time_ms.mean.normalised": "foreground response time / unloaded",
+    "bg_rate_per_s": "background connections/s",
+    "files.dataset_mb": "data set (MB)",
 }
+
+
+def add_normalised(scenario: Scenario, frame: pd.DataFrame) -> pd.DataFrame:
+    """``[plot.normalise] metric = M, at = X0``: add column ``M.normalised``, each series'
+    ``M`` divided by its value where the x column equals ``X0`` (e.g. the unloaded run)."""
+    spec = scenario.plot.get("normalise")
+    if not spec:
+        return frame
+    x = scenario.plot.get("x", "target_rate_per_s")
+    series = scenario.plot.get("series", "accept_limit")
+    metric = spec["metric"]
+    frame = frame.copy()
+
+    def divide(group: pd.DataFrame) -> pd.Series:
+        base = group.loc[group[x] == spec["at"], metric]
+        return group[metric] / (float(base.iloc[0]) if len(base) else float("nan"))
+
+    parts = [divide(g) for _, g in frame.groupby(series, sort=False)]
+    frame[metric + ".normalised"] = pd.concat(parts)
+    return frame
 
 
 def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
@@ -32,6 +58,8 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
         for key, group in frame.groupby(series, sort=False):
             group = group.sort_values(x)
             ax.plot(group[x], group[y], marker="o", ms=3, label=_label(series, key))
+        if y in spec.get("logy", []):
+            ax.set_yscale("log")
         ax.set_xlabel(LABELS.get(x, x))
         ax.set_ylabel(LABELS.get(y, y))
         ax.grid(alpha=0.3)
@@ -104,7 +132,8 @@ def pivot_text(scenario: Scenario, frame: pd.DataFrame, metric: str = "reply_rat
         table.columns = [_label(series, c) for c in table.columns]
     else:
         table.columns = [f"{series}={c}" for c in table.columns]
-    return table.round(0).to_string()
+    digits = 0 if table.abs().min().min() >= 100 else 3  # shares, ratios and ms keep decimals
+    return table.round(digits).to_string()
 
 
 #: the load at which the report's Equation 1 table is taken

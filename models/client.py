@@ -85,6 +85,7 @@ class Client:
         self.env = env
         self.params = params
         self.profile = profile
+        self.streams = streams  # a server may start a client stream of its own from the same run
         self.workload = workload
         self.kernel: ListenSocket | None = None
         # optional workload hooks (see models.workloads.Workload)

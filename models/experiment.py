@@ -18,11 +18,14 @@ from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import StaticLimit
+from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
+from models.servers.flash import SERVERS as FLASH_SERVERS
 from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
 from models.servers.knot import Knot, KnotA, KnotParams
 from models.servers.nginx import Nginx, NginxParams
 from models.servers.tux import CATEGORIES as TUX_CATEGORIES
 from models.servers.tux import Tux, TuxParams
+from models.servers.twoclass import SERVERS as TWOCLASS_SERVERS
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
 from models.workloads import WORKLOADS, parse_wsesslog
@@ -40,6 +43,9 @@ SERVERS = {
     "knot": (Knot, KnotParams, KNOT_CATEGORIES),
     "knot-a": (KnotA, KnotParams, KNOT_CATEGORIES),
 }
+SERVERS.update(DISPATCH_SERVERS)
+SERVERS.update(FLASH_SERVERS)
+SERVERS.update(TWOCLASS_SERVERS)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,15 @@ class RunConfig(Params):
     workload_file: str = param(
         "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
     )
+    idle_connections: int = param(
+        0, unit="connections", ge=0, doc="idle persistent connections the clients open before "
+        "the run and the server holds in its interest set (Chandra and Mosberger: 252 or 6,000)",
+    )
+    #: overrides of the server's own parameters (a table name = value, checked against the
+    #: server's parameter class, e.g. ``DispatchParams``); kept as sorted pairs
+    server_params: tuple[tuple[str, Any], ...] = ()
+    #: overrides of the workload's own parameters, likewise
+    workload_params: tuple[tuple[str, Any], ...] = ()
     costs: HostCosts = CLUSTER1
     kernel: KernelProfile = LINUX_24
 
@@ -80,6 +95,13 @@ class RunConfig(Params):
         if isinstance(self.kernel, str):
             object.__setattr__(self, "kernel", resolve_kernel(self.kernel))
         super().__post_init__()
+        for name in ("server_params", "workload_params"):
+            object.__setattr__(self, name, _table(name, getattr(self, name)))
+        self.build_server_params()
+        self.build_workload_params()
+        if self.idle_connections and not hasattr(SERVERS[self.server][0], "adopt_idle"):
+            raise ConfigError("idle_connections", self.idle_connections,
+                              f"0 for server {self.server!r} (it cannot hold idle connections)")
         if self.warmup_s >= self.duration_s:
             raise ConfigError(
                 "warmup_s", self.warmup_s, f"less than duration_s ({self.duration_s:g} s)"
@@ -109,11 +131,33 @@ class RunConfig(Params):
                 raise ConfigError(key, data[key], allowed)
         return dataclasses.replace(start, **data)
 
+    def build_server_params(self) -> Params:
+        """The server's parameter set: its defaults updated by ``server_params``."""
+        return SERVERS[self.server][1].from_dict(dict(self.server_params))
+
+    def build_workload_params(self) -> Params:
+        """The workload's parameter set: its defaults updated by ``workload_params``."""
+        params = WORKLOADS[self.workload][1].from_dict(dict(self.workload_params))
+        if self.workload_file:
+            params = params.replace(path=self.workload_file)
+        return params
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
+        out["server_params"] = dict(self.server_params)
+        out["workload_params"] = dict(self.workload_params)
         out["costs"] = self.costs.to_dict()
         out["kernel"] = self.kernel.to_dict()
         return out
+
+
+def _table(name: str, value: Any) -> tuple[tuple[str, Any], ...]:
+    """A table of overrides as a sorted tuple of pairs (hashable, immutable)."""
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
+    if isinstance(value, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        return tuple(sorted(value))
+    raise ConfigError(name, value, "a table of name = value")
 
 
 def _resolve(value: Any, base: Any, named: dict[str, Any], field: str, name_key: str) -> Any:
@@ -154,15 +198,12 @@ class Host:
         server_cls, server_params_cls, categories = SERVERS[config.server]
         self.cpu = Cpu(env, categories)
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
-        workload_params = workload_params_cls()
-        if config.workload_file:
-            workload_params = workload_params.replace(path=config.workload_file)
-        self.workload = workload_cls(workload_params, streams)
+        self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s
         )
         self.client = Client(env, client_params, config.kernel, self.workload, streams)
-        server_params = server_params_cls()
+        server_params = config.build_server_params()
         self.listen = ListenSocket(
             env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
         )
@@ -171,6 +212,8 @@ class Host:
         self.server = server_cls(
             env, self.cpu, self.listen, self.client, config.costs, server_params, self.policy
         )
+        if config.idle_connections:
+            self.server.adopt_idle(config.idle_connections)
         self.client.window_start = config.warmup_s
         self.client.window_end = config.duration_s
         if config.series_interval_s > 0:
@@ -227,6 +270,7 @@ class Host:
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,
+            "idle_connections": config.idle_connections,
             "reply_rate_per_s": client.replies / window,
             "connection_rate_per_s": client.attempted / window,
             "accept_rate_per_s": server["accepts"] / window,
@@ -269,6 +313,8 @@ class Host:
             result["replies_per_interval"] = list(client.series)
         if "busy_area" in server:
             result["threads_busy_mean"] = server["busy_area"] / window
+        if hasattr(self.server, "result_extras"):  # a server's own measures (documented there)
+            result.update(self.server.result_extras(server, window))
         return result
 
 

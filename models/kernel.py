@@ -26,6 +26,7 @@ which removes the request.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -136,6 +137,9 @@ class ListenSocket:
         self.backlog = min(backlog, profile.somaxconn)
         self.client = client
         self.app: Application | None = None
+        #: optional hook ``fn(conn)`` called for every connection queued for accept()
+        #: (a server that is notified per connection, e.g. by a real-time signal)
+        self.on_queued: Callable[[Connection], None] | None = None
         self.syn_capacity = profile.syn_queue_capacity(self.backlog)
         self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
         self._two_segments = 2 * costs.rx_segment_s
@@ -230,6 +234,8 @@ class ListenSocket:
             self.max_accept_len = len(queue)
         if len(queue) == 1 and self.app is not None:
             self.app.accept_ready()
+        if self.on_queued is not None:
+            self.on_queued(conn)
 
     def _unlink_request(self, conn: Connection) -> None:
         self.syn_len -= 1

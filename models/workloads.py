@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from models.fileset import FileSet, FileSetParams
 from sim.errors import ConfigError
 from sim.params import Params, param
 from sim.streams import Streams
@@ -299,3 +300,4 @@ WORKLOADS = {
     "specweb99": (SpecWeb99, SpecWeb99Params),
     "wsesslog": (Wsesslog, WsesslogParams),
 }
+WORKLOADS["fileset"] = (FileSet, FileSetParams)

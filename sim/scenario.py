@@ -30,7 +30,7 @@ from typing import Any
 
 from sim.errors import ConfigError
 
-_KEYS = {"name", "title", "description", "figure", "base", "sweep", "plot", "expect"}
+_KEYS = {"name", "title", "description", "figure", "section", "base", "sweep", "plot", "expect"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class Scenario:
     expect: list[dict[str, Any]] = field(default_factory=list)
     description: str = ""
     figure: str = ""
+    #: the report section the scenario belongs to ("" for the paper's figures)
+    section: str = ""
     path: Path | None = None
 
     def points(self) -> list[dict[str, Any]]:
@@ -92,5 +94,6 @@ def load(path: str | Path) -> Scenario:
         expect=data.get("expect", []),
         description=data.get("description", ""),
         figure=data.get("figure", ""),
+        section=data.get("section", ""),
         path=path,
     )

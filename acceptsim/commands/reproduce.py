@@ -81,20 +81,29 @@ def main(args: argparse.Namespace) -> int:
     sections = []
     frames = []
     started = time.perf_counter()
+    current_section = ""
+    # the paper's figures first, then each further section's scenarios together
+    scenarios.sort(key=lambda s: s.section != "")
     for s in scenarios:
+        if s.section != current_section:
+            current_section = s.section
+            sections.append(f"# {s.section}\n")
         t0 = time.perf_counter()
-        frame = to_frame(run_many(run_point, s.points(), jobs=jobs))
+        frame = report.add_normalised(s, to_frame(run_many(run_point, s.points(), jobs=jobs)))
         frame.to_csv(out / f"{s.name}.csv", index=False)
         frames.append(frame)
         report.plot(s, frame, out / f"{s.name}.png")
-        table = report.pivot_text(s, frame)
-        print(f"\n== {s.title}\nreply rate (replies/s):\n{table}")
+        metric = s.plot.get("table", "reply_rate_per_s")
+        label = report.LABELS.get(metric, metric)
+        table = report.pivot_text(s, frame, metric)
+        print(f"\n== {s.title}\n{label}:\n{table}")
         expect = report.expectation_rows(s, frame)
         if expect:
             print(report.markdown_table(expect))
         sections.append(
-            f"## {s.title}\n\n{s.figure}\n\n![{s.name}]({s.name}.png)\n\n"
-            f"Reply rate (replies/s):\n\n```\n{table}\n```\n\n"
+            f"## {s.title}\n\n{s.figure}\n\n{s.description.strip()}\n\n"
+            f"![{s.name}]({s.name}.png)\n\n"
+            f"{label}:\n\n```\n{table}\n```\n\n"
             + (report.markdown_table(expect) + "\n\n" if expect else "")
             + f"({len(frame)} runs, {time.perf_counter() - t0:.0f} s wall)\n"
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tomllib
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
@@ -27,6 +28,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", default="1", help="seed of the run's random streams (default 1)")
     p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
     p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
+    p.add_argument("--idle-connections", default="0",
+                   help="idle persistent connections held open (default 0)")
+    p.add_argument("--server-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one of the server's own parameters (repeatable)")
+    p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one of the workload's own parameters (repeatable)")
     p.add_argument("--kernel", default=None, help="kernel profile: linux-2.4 (default, the "
                    "paper's) or linux-modern")
     p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
@@ -51,6 +58,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "seed": parse_int("seed", args.seed),
         "spacing": args.spacing,
         "timeout_s": parse_number("timeout", args.timeout),
+        "idle_connections": parse_int("idle-connections", args.idle_connections),
+        "server_params": parse_assignments("server-param", args.server_param),
+        "workload_params": parse_assignments("workload-param", args.workload_param),
     }
     if args.kernel is not None:
         fields["kernel"] = args.kernel
@@ -66,6 +76,20 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                 )
             fields["kernel"] = kernel
     return RunConfig.from_dict(fields)
+
+
+def parse_assignments(field: str, items: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` items as a table; values are read as TOML (numbers, true, "text")."""
+    table: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(field, item, "NAME=VALUE")
+        try:
+            table[name.strip()] = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            table[name.strip()] = text.strip()  # a bare word: a string
+    return table
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,0 +1,542 @@
+"""Flash's four server architectures (Pai, Druschel and Zwaenepoel, USENIX 1999).
+
+Every architecture serves files from a memory cache of ``cache_bytes``
+(:class:`models.filecache.FileCache`, LRU); a request for a file not in
+memory needs a read from the disk (:class:`models.filecache.Disk`, a
+resource apart from the CPU).  They differ in what waits while the disk
+reads.  Requests carry their file when the workload names one
+(``fileset``); other workloads' files are always in memory.
+
+**SPED** (``flash-sped``, single-process event-driven): the userver's loop
+(select, accept, work).  On a miss the process issues a blocking ``read``:
+the *whole* loop stalls until the disk delivers, however many cached
+requests are ready meanwhile.
+
+**AMPED** (``flash-amped``, asymmetric multi-process event-driven): the same
+loop, but a miss is handed over a pipe to one of ``helpers`` helper
+processes, which does the blocking read; the main loop carries on serving
+other connections.  When the read completes the helper answers over its
+pipe, which ``select`` reports like any readable descriptor, and the
+request is served from memory.  Each round trip costs ``helper_ipc_s``.
+
+**MP** (``flash-mp``, multi-process): ``workers`` processes, each handling
+one connection at a time with blocking calls.  On one CPU the task is the
+kernel's scheduler choosing among runnable processes (a context switch,
+``process_switch_s``, each time another runs).  A process blocks in
+``accept`` (woken one per queued connection), in ``read`` until its
+client's data or end-of-file arrive, and on the disk; the others run
+meanwhile.  Processes share nothing, so each caches files in its own
+memory: ``cache_bytes / workers`` each.
+
+**MT** (``flash-mt``, multi-threaded): as MP with kernel threads in one
+address space: one shared cache of ``cache_bytes``, cheaper switches
+(``thread_switch_s``) and a lock around the shared cache per request
+(``cache_lock_s``).
+
+MP and MT processes accept up to the accept-limit connections at a time
+and serve them one after the other, each to completion.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from models.connection import CLOSED, Connection
+from models.filecache import DiskParams, Storage
+from models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
+from sim.cpu import BLOCK
+from sim.errors import ConfigError
+from sim.params import param
+
+if TYPE_CHECKING:
+    from models.client import Client
+    from models.costs import HostCosts
+    from models.kernel import ListenSocket
+    from models.policies import AcceptPolicy
+    from sim.cpu import Cpu
+    from sim.engine import Environment
+
+SCHEDULE = "schedule"
+MP_CATEGORIES = (SCHEDULE, ACCEPT, WORK)
+
+
+@dataclass(frozen=True)
+class FlashParams(DiskParams):
+    """The memory, disk and process costs of the Flash architectures."""
+
+    max_connections: int = param(
+        15000, unit="connections", ge=1, doc="most connections the server holds open at once"
+    )
+    backlog: int = param(128, unit="connections", ge=1, doc="listen() backlog the server asks for")
+    cache_bytes: float = param(
+        100e6, unit="bytes", gt=0.0,
+        doc="memory for cached files and the server's processes (the Flash paper's server had "
+        "128 MB of RAM in all); what the processes take is not available to the cache",
+    )
+    warm_cache: bool = param(
+        True, unit="",
+        doc="start with the most popular files in memory (the state after a long warm-up)",
+    )
+    process_bytes: float = param(
+        1.0e6, unit="bytes", ge=0.0,
+        doc="MP: private memory of one server process (its own caches of mappings, headers "
+        "and path names, stack, heap); set, not fitted",
+    )
+    thread_bytes: float = param(
+        64e3, unit="bytes", ge=0.0, doc="MT: memory of one thread (its stack)"
+    )
+    helper_bytes: float = param(
+        200e3, unit="bytes", ge=0.0, doc="AMPED: memory of one (small) helper process"
+    )
+    read_issue_s: float = param(
+        5.0e-6, unit="s", ge=0.0,
+        doc="CPU to issue one disk read (system call, page-cache and block-layer work); set",
+    )
+    read_per_byte_s: float = param(
+        1.0e-9, unit="s/byte", ge=0.0,
+        doc="CPU per byte brought in from disk (page-cache fill, mapping); set, of the order "
+        "of the send path's per-byte cost",
+    )
+    helpers: int = param(
+        16, unit="processes", ge=1, doc="AMPED: helper processes doing disk reads"
+    )
+    helper_ipc_s: float = param(
+        15.0e-6, unit="s", ge=0.0,
+        doc="AMPED: CPU of one helper round trip: pipe write and read in the main process, two "
+        "context switches and the helper's own system calls; set, not fitted",
+    )
+    workers: int = param(
+        32, unit="processes", ge=1, doc="MP and MT: processes (or threads) serving connections"
+    )
+    process_switch_s: float = param(
+        5.0e-6, unit="s", ge=0.0,
+        doc="MP: switch to another process (new address space, TLB refill); set, not fitted",
+    )
+    thread_switch_s: float = param(
+        2.5e-6, unit="s", ge=0.0, doc="MT: switch to another kernel thread of the same process"
+    )
+    cache_lock_s: float = param(
+        0.5e-6, unit="s", ge=0.0, doc="MT: take and release the shared cache's lock per request"
+    )
+
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, overhead in (
+            ("workers", self.workers * max(self.process_bytes, self.thread_bytes)),
+            ("helpers", self.helpers * self.helper_bytes),
+        ):
+            if overhead >= self.cache_bytes:
+                raise ConfigError(
+                    f"server.{name}", getattr(self, name),
+                    f"few enough that their memory ({overhead:g} bytes) leaves room in "
+                    f"cache_bytes ({self.cache_bytes:g})",
+                )
+
+
+class _FileServing:
+    """What every architecture shares: the cache, the disk and their measures."""
+
+    env: Environment
+    client: Client
+    params: FlashParams
+
+    #: memory the architecture's own processes take from the file cache
+    def process_memory(self, params: FlashParams) -> float:
+        return 0.0
+
+    def _setup_files(self, params: FlashParams, env: Environment, client: Client) -> None:
+        capacity = params.cache_bytes - self.process_memory(params)
+        self.storage = Storage(env, capacity, params)
+        self.cache = self.storage.cache
+        self.disk = self.storage.disk
+        popular = getattr(client.workload, "by_popularity", None)
+        if params.warm_cache and popular is not None:
+            self.storage.warm(popular)
+
+    @staticmethod
+    def file_of(conn: Connection) -> int | None:
+        """The file the current request names (None: a workload without files, in memory)."""
+        return getattr(conn.reply_bytes, "file", None)
+
+    def flash_counters(self) -> dict[str, float]:
+        return {
+            "cache_hits": self.cache.hits,
+            "cache_misses": self.cache.misses,
+            "reads_joined": self.storage.joined,
+            "disk_reads": self.disk.reads,
+            "disk_busy_time": self.disk.busy_time,
+        }
+
+    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+        """``files``: the cache's hit ratio and size, the disk's reads/s and busy share."""
+        lookups = diff["cache_hits"] + diff["cache_misses"]
+        workload = self.client.workload
+        return {
+            "files": {
+                "dataset_mb": round(getattr(workload, "dataset_bytes", 0) / 1e6, 1),
+                "cache_mb": self.cache.capacity_bytes / 1e6,
+                "hit_ratio": diff["cache_hits"] / lookups if lookups else None,
+                "disk_reads_per_s": diff["disk_reads"] / window,
+                "disk_busy_share": diff["disk_busy_time"] / window,
+            }
+        }
+
+
+class Sped(_FileServing, Userver):
+    """SPED: the event loop; a miss blocks the whole process while the disk reads."""
+
+    name = "flash-sped"
+
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        listen: ListenSocket,
+        client: Client,
+        costs: HostCosts,
+        params: FlashParams,
+        policy: AcceptPolicy,
+    ) -> None:
+        self._setup_files(params, env, client)
+        self._reading = False
+        super().__init__(env, cpu, listen, client, costs, params, policy)  # type: ignore[arg-type]
+        self.params: FlashParams = params  # type: ignore[assignment]
+
+    def run(self):  # type: ignore[no-untyped-def]
+        """The userver's three phases; the work phase goes through :meth:`serve`."""
+        while True:
+            ready = yield from self.getevents()
+            yield from self.accept_phase()
+            if ready:
+                for conn in ready:
+                    conn.ready = False
+                    yield from self.handle(conn)
+                self.work_phases += 1
+                self.conns_worked += len(ready)
+
+    def accept_phase(self):  # type: ignore[no-untyped-def]
+        costs = self.costs
+        listen = self.listen
+        max_open = self.params.max_connections
+        if not (listen.accept_queue and self.open < max_open):
+            return
+        limit = self.policy.accept_limit(self)
+        accepted = 0
+        while accepted < limit and self.open < max_open:
+            conn = listen.accept()
+            if conn is None:
+                yield ACCEPT, costs.accept_empty_s
+                break
+            yield ACCEPT, costs.accept_s
+            accepted += 1
+            self.open += 1
+            self._open_sum -= self.env._now
+            if conn.pending or conn.eof:
+                self.readable(conn)
+        self.accept_phases += 1
+        self.accepts += accepted
+
+    def handle(self, conn: Connection):  # type: ignore[no-untyped-def]
+        """Serve the next request of ``conn``, or close it after end-of-file."""
+        costs = self.costs
+        client = self.client
+        if conn.pending:
+            if not conn.eof and self.env._now >= conn.deadline + client.owd:
+                client.check_client_gone(conn)
+            served = yield from self.serve(conn)
+            if served and (conn.pending or conn.eof):
+                self.readable(conn)
+        elif conn.eof and conn.server is None:
+            yield WORK, costs.close_s
+            self.open -= 1
+            self._open_sum += self.env._now
+            conn.state = CLOSED
+
+    def serve(self, conn: Connection):  # type: ignore[no-untyped-def]
+        """SPED: read a missing file with a blocking read (the loop stalls), then reply."""
+        file = self.file_of(conn)
+        if file is not None and not self.cache.lookup(file):
+            yield from self.blocking_read(conn, file)
+        yield from self.reply(conn)
+        return True
+
+    def blocking_read(self, conn: Connection, file: int):  # type: ignore[no-untyped-def]
+        p = self.params
+        size = int(conn.reply_bytes)
+        yield WORK, p.read_issue_s
+        self._reading = True
+        self.storage.fetch(file, size, self._read_done)
+        while self._reading:  # kernel events may wake the task: it is still in read()
+            yield BLOCK
+        yield WORK, p.read_per_byte_s * size
+
+    def _read_done(self, _: Any) -> None:
+        self._reading = False
+        self.cpu.wake()
+
+    def reply(self, conn: Connection):  # type: ignore[no-untyped-def]
+        costs = self.costs
+        conn.pending -= 1
+        yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
+        self.client.reply(conn)
+
+    def counters(self) -> dict[str, float]:
+        out = super().counters()
+        out.update(self.flash_counters())
+        return out
+
+
+#: ``conn.server`` of a connection whose file a helper is reading
+AT_HELPER = "helper"
+#: ``conn.server`` of a connection whose file a helper has just read
+READ_DONE = "read"
+
+
+class Amped(Sped):
+    """AMPED: misses go to helper processes; the loop keeps serving cached requests."""
+
+    name = "flash-amped"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idle_helpers = self.params.helpers
+        self.helper_queue: deque[Connection] = deque()
+
+    def process_memory(self, params: FlashParams) -> float:
+        return params.helpers * params.helper_bytes
+
+    def serve(self, conn: Connection):  # type: ignore[no-untyped-def]
+        if conn.server is AT_HELPER:
+            return False  # its helper has not answered yet (an end-of-file woke it)
+        file = self.file_of(conn)
+        if conn.server is READ_DONE:
+            # the helper's answer: the file is in memory (its page-cache fill is CPU too)
+            conn.server = None
+            yield WORK, self.params.read_per_byte_s * conn.reply_bytes
+        elif file is not None and not self.cache.lookup(file):
+            yield WORK, self.params.helper_ipc_s
+            conn.server = AT_HELPER
+            self.helper_queue.append(conn)
+            self._start_helpers()
+            return False
+        yield from self.reply(conn)
+        return True
+
+    def _start_helpers(self) -> None:
+        while self.idle_helpers and self.helper_queue:
+            conn = self.helper_queue.popleft()
+            file = self.file_of(conn)
+            if file in self.cache:  # read in meanwhile: the helper finds it in memory
+                self._answer(conn)
+                continue
+            self.idle_helpers -= 1
+            self.storage.fetch(file, int(conn.reply_bytes), self._helper_done, conn)  # type: ignore[arg-type]
+
+    def _helper_done(self, conn: Connection) -> None:
+        """A helper's read is done: the file is in memory; the helper is free again."""
+        self.idle_helpers += 1
+        self._answer(conn)
+        self._start_helpers()
+
+    def _answer(self, conn: Connection) -> None:
+        """The helper writes to its pipe: select() reports the connection's request ready."""
+        conn.server = READ_DONE
+        if conn.state != CLOSED:
+            self.readable(conn)
+
+    def handle(self, conn: Connection):  # type: ignore[no-untyped-def]
+        if conn.pending and conn.server is AT_HELPER:
+            return  # the request waits for its helper; end-of-file is handled after
+        yield from super().handle(conn)
+
+
+class _Worker:
+    """One MP process or MT thread: the connections it holds and the one it serves."""
+
+    __slots__ = ("batch", "conn", "file_read")
+
+    def __init__(self) -> None:
+        self.batch: deque[Connection] = deque()
+        self.conn: Connection | None = None
+        self.file_read = False  # the current request's file has just come from disk
+
+
+class MultiProcess(_FileServing):
+    """MP: a pool of processes with blocking I/O, scheduled by the kernel on one CPU."""
+
+    name = "flash-mp"
+    has_select = False
+    shared_cache = False
+
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        listen: ListenSocket,
+        client: Client,
+        costs: HostCosts,
+        params: FlashParams,
+        policy: AcceptPolicy,
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.listen = listen
+        self.client = client
+        self.costs = costs
+        self.params = params
+        self.policy = policy
+        self._setup_files(params, env, client)
+        if self.shared_cache:
+            self.switch_s = params.thread_switch_s
+            self.lock_s = params.cache_lock_s
+        else:
+            self.switch_s = params.process_switch_s
+            self.lock_s = 0.0
+        self.runq: deque[_Worker] = deque()
+        self.accept_waiters: deque[_Worker] = deque(_Worker() for _ in range(params.workers))
+        self.open = 0
+        self.switches = 0
+        self.accept_phases = 0
+        self.accepts = 0
+        self.requests = 0
+        self._open_sum = 0.0
+        listen.app = self
+        listen.on_queued = self._connection_queued
+        cpu.start(self.run())
+
+    def process_memory(self, params: FlashParams) -> float:
+        return params.workers * params.process_bytes
+
+    # -- the kernel wakes blocked processes -------------------------------------------
+    def _make_runnable(self, w: _Worker) -> None:
+        self.runq.append(w)
+        if self.cpu.blocked:
+            self.cpu.wake()
+
+    def accept_ready(self) -> None:
+        pass  # one waiter is woken per queued connection (_connection_queued)
+
+    def _connection_queued(self, conn: Connection) -> None:
+        if self.accept_waiters and self.open < self.params.max_connections:
+            self._make_runnable(self.accept_waiters.popleft())
+
+    def readable(self, conn: Connection) -> None:
+        w = conn.server
+        if isinstance(w, _Worker):
+            conn.server = None
+            self._make_runnable(w)
+
+    def _read_done(self, w: _Worker) -> None:
+        w.file_read = True
+        self._make_runnable(w)
+
+    # -- the scheduler --------------------------------------------------------------------
+    def run(self):  # type: ignore[no-untyped-def]
+        runq = self.runq
+        while True:
+            if not runq:
+                if self.accept_waiters and self.listen.accept_queue and (
+                    self.open < self.params.max_connections
+                ):
+                    runq.append(self.accept_waiters.popleft())
+                    continue
+                yield BLOCK
+                continue
+            w = runq.popleft()
+            yield SCHEDULE, self.switch_s
+            self.switches += 1
+            yield from self._run_worker(w)
+
+    def _run_worker(self, w: _Worker):  # type: ignore[no-untyped-def]
+        """Run ``w`` until it blocks (accept, read or disk)."""
+        costs = self.costs
+        p = self.params
+        client = self.client
+        listen = self.listen
+        while True:
+            conn = w.conn
+            if conn is None:
+                if w.batch:
+                    w.conn = w.batch.popleft()
+                    continue
+                limit = self.policy.accept_limit(self)
+                accepted = 0
+                while accepted < limit and self.open < p.max_connections:
+                    new = listen.accept()
+                    if new is None:
+                        yield ACCEPT, costs.accept_empty_s
+                        break
+                    yield ACCEPT, costs.accept_s
+                    accepted += 1
+                    self.open += 1
+                    self._open_sum -= self.env._now
+                    w.batch.append(new)
+                if accepted:
+                    self.accept_phases += 1
+                    self.accepts += accepted
+                if not w.batch:
+                    self.accept_waiters.append(w)  # blocks in accept()
+                    return
+                continue
+            if conn.pending:
+                file = self.file_of(conn)
+                if w.file_read:
+                    w.file_read = False
+                    yield WORK, p.read_per_byte_s * conn.reply_bytes
+                elif file is not None:
+                    if self.lock_s:
+                        yield WORK, self.lock_s
+                    if not self.cache.lookup(file):
+                        yield WORK, p.read_issue_s
+                        self.storage.fetch(file, int(conn.reply_bytes), self._read_done, w)
+                        return  # blocks in read() until the disk delivers
+                client.check_client_gone(conn)
+                conn.pending -= 1
+                yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
+                self.requests += 1
+                client.reply(conn)
+                continue
+            if conn.eof:
+                yield WORK, costs.close_s
+                self.open -= 1
+                self._open_sum += self.env._now
+                conn.state = CLOSED
+                w.conn = None
+                continue
+            conn.server = w  # blocks in read() until data or end-of-file arrive
+            return
+
+    def counters(self) -> dict[str, float]:
+        out = {
+            "select_calls": 0,
+            "accept_phases": self.accept_phases,
+            "accepts": self.accepts,
+            "work_phases": self.requests,
+            "conns_worked": self.requests,
+            "open_area": self._open_sum + self.open * self.env.now,
+            "switches": self.switches,
+        }
+        out.update(self.flash_counters())
+        return out
+
+
+class MultiThreaded(MultiProcess):
+    """MT: kernel threads sharing one cache; cheaper switches, a lock per request."""
+
+    name = "flash-mt"
+    shared_cache = True
+
+    def process_memory(self, params: FlashParams) -> float:
+        return params.workers * params.thread_bytes
+
+
+#: ``--server`` names, for ``models.experiment.SERVERS``
+SERVERS = {
+    "flash-sped": (Sped, FlashParams, CATEGORIES),
+    "flash-amped": (Amped, FlashParams, CATEGORIES),
+    "flash-mp": (MultiProcess, FlashParams, MP_CATEGORIES),
+    "flash-mt": (MultiThreaded, FlashParams, MP_CATEGORIES),
+}
