@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.connection import CLOSED, SYN_RECV, Connection
+from models.connection import SYN_RECV, Connection
 from models.workloads import Workload
 from sim.params import Params, param
 from sim.streams import Streams
@@ -199,10 +199,6 @@ class Client:
             self.env.delay_line(rto).put(self._data_retransmit, conn)
 
     # -- replies ------------------------------------------------------------------
-    def client_gone(self, conn: Connection) -> bool:
-        """Has the client closed this connection (its step timed out) by now?"""
-        return self.env._now - self.owd >= conn.deadline
-
     def check_client_gone(self, conn: Connection) -> None:
         """The server touches ``conn``: if the client's FIN has arrived by now, say so."""
         if not conn.eof and self.env._now >= conn.deadline + self.owd:
@@ -222,7 +218,7 @@ class Client:
                 if fin_at <= now:
                     self.kernel.fin(conn)  # type: ignore[union-attr]
                 else:
-                    env.call_at(fin_at, self._fin, conn)
+                    env.call_at(fin_at, self.kernel.fin, conn)  # type: ignore[union-attr]
             return
         if self.series is not None:
             slot = int(received / self.series_interval_s)
@@ -249,11 +245,7 @@ class Client:
                 self._lan.put(self.kernel.request_arrives, conn)  # type: ignore[union-attr]
             return
         self.resolve(conn, COMPLETED, received)
-        self._lan.put(self._fin, conn)
-
-    def _fin(self, conn: Connection) -> None:
-        if conn.state != CLOSED:
-            self.kernel.fin(conn)  # type: ignore[union-attr]
+        self._lan.put(self.kernel.fin, conn)  # type: ignore[union-attr]
 
     # -- outcomes ---------------------------------------------------------------------
     def resolve(self, conn: Connection, outcome: str, at: float) -> None:

@@ -143,6 +143,7 @@ class ListenSocket:
         self.syn_capacity = profile.syn_queue_capacity(self.backlog)
         self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
         self._two_segments = 2 * costs.rx_segment_s
+        self._fin_cost = costs.rx_segment_s + costs.tx_segment_s  # FIN in, its ACK out
         self.accept_queue: deque[Connection] = deque()
         self.syn_len = 0  # open requests in the SYN queue
         self.syn_young = 0  # of which young
@@ -272,13 +273,14 @@ class ListenSocket:
             self.env.delay_line(backoff).put(self._synack_timer, conn)
 
     def fin(self, conn: Connection) -> None:
-        """The client's FIN arrives (it read its reply, or it timed out)."""
-        self.cpu.interrupt(self.costs.rx_segment_s + self.costs.tx_segment_s)
-        self.mark_eof(conn)
+        """The client's FIN arrives (it read its reply, or it timed out).
 
-    def mark_eof(self, conn: Connection) -> None:
-        if conn.eof:
+        A FIN for a connection the server has already closed, or one that
+        already arrived, changes nothing.
+        """
+        if conn.state == CLOSED or conn.eof:
             return
+        self.cpu.interrupt(self._fin_cost)
         conn.eof = True
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)
