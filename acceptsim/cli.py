@@ -7,10 +7,11 @@ import sys
 from collections.abc import Sequence
 
 from acceptsim import __version__
-from acceptsim.commands import bench, measure, reproduce, run, sweep
+from acceptsim.commands import bench, measure, policies, reproduce, run, search, sweep
+from models.policies import PolicyError
 from sim.errors import ConfigError
 
-COMMANDS = [run, reproduce, sweep, bench, measure]
+COMMANDS = [run, policies, search, reproduce, sweep, bench, measure]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.main(args) or 0)
-    except ConfigError as exc:
+    except (ConfigError, PolicyError) as exc:
         sys.stderr.write(f"acceptsim {args.command}: error: {exc}\n")
         return 2
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ from typing import Any
 from acceptsim.config_io import load_params_file, parse_int, parse_number
 from models.experiment import RunConfig, simulate
 from models.policies import check_limit
+from sim.errors import ConfigError
 from sim.results import flatten, json_safe
 
 
@@ -25,8 +26,41 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
     p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
     p.add_argument("--params", default=None, help="TOML file of cost (and [kernel]) parameters")
+    add_policy_arguments(p)
+    p.add_argument("--rate-profile", default="", help="time-varying rate, e.g. "
+                   "step:10000@0,30000@20, ramp:..., sine:mean=,amplitude=,period=, "
+                   "bursty:low=,high=,low_s=,high_s= (overrides --rate)")
+    p.add_argument("--timeseries", default=None, metavar="SECONDS",
+                   help="also report a time series sampled every SECONDS (reply rate, queues, "
+                   "the policy's accept-limit)")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="plot the time series to this file (implies --timeseries 0.5 unless given)")
     p.add_argument("--format", default="table", choices=("table", "json"))
     p.set_defaults(main=main)
+
+
+def add_policy_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", default=None,
+                   help="accept policy (see `acceptsim policies`; default: static --accept-limit)")
+    p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of --policy (repeatable)")
+
+
+def policy_spec(args: argparse.Namespace) -> str:
+    """``--policy NAME --policy-param k=v ...`` as a spec string (validated later)."""
+    if args.policy is None:
+        if args.policy_param:
+            raise ConfigError("--policy-param", args.policy_param[0], "only with --policy NAME")
+        return "static"
+    values = []
+    for item in args.policy_param:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--policy-param", item, "KEY=VALUE")
+        if "," in value or ":" in key:
+            raise ConfigError("--policy-param", item, "one KEY=VALUE per option")
+        values.append(f"{key.strip()}={value.strip()}")
+    return args.policy + (":" + ",".join(values) if values else "")
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -44,7 +78,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "seed": parse_int("seed", args.seed),
         "spacing": args.spacing,
         "timeout_s": parse_number("timeout", args.timeout),
+        "policy": policy_spec(args),
+        "rate_profile": args.rate_profile,
     }
+    if args.timeseries is not None or args.plot:
+        interval = parse_number("timeseries", args.timeseries) if args.timeseries else 0.5
+        fields["timeseries_interval_s"] = interval
     if args.params:
         costs, kernel = load_params_file(args.params)
         fields["costs"] = costs
@@ -56,6 +95,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     result = simulate(config)
+    if args.plot:
+        from acceptsim.timeseries import plot_timeseries
+
+        plot_timeseries(result, args.plot)
     if args.format == "json":
         print(json.dumps(json_safe(result), indent=2))
     else:
@@ -64,6 +107,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def format_table(result: dict[str, Any]) -> str:
+    result = dict(result)
+    series = result.pop("timeseries", None)
     rows = flatten(json_safe(result))
     width = max(len(k) for k in rows)
     lines = []
@@ -71,4 +116,9 @@ def format_table(result: dict[str, Any]) -> str:
         if isinstance(value, float):
             value = f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
         lines.append(f"{key:<{width}}  {value}")
+    if series is not None:
+        import pandas as pd
+
+        lines.append("\ntime series:")
+        lines.append(pd.DataFrame(series).to_string(index=False, float_format="{:,.1f}".format))
     return "\n".join(lines)
