@@ -92,6 +92,9 @@ class Client:
         self.profile = profile
         self.workload = workload
         self.kernel: ListenSocket | None = None
+        # optional workload hooks (see models.workloads.Workload)
+        self._start_connection = getattr(workload, "start_connection", None)
+        self._think_time = getattr(workload, "think_time", None)
         self.owd = params.rtt_s / 2
         self.rtt = params.rtt_s
         #: segments that answer a segment just received come back one round trip later
@@ -175,8 +178,11 @@ class Client:
         """The server queued the request and sent a SYN-ACK (now)."""
         env = self.env
         connected = env._now + self.owd
-        conn.requests_left = self.workload.requests_per_connection() - 1
-        conn.reply_bytes = self.workload.reply_bytes()
+        if self._start_connection is not None:  # a workload with per-connection sessions
+            self._start_connection(conn)
+        else:
+            conn.requests_left = self.workload.requests_per_connection() - 1
+            conn.reply_bytes = self.workload.reply_bytes()
         conn.request_sent_at = connected
         conn.deadline = connected + self.timeout
         if connected >= self.window_start:
@@ -243,12 +249,18 @@ class Client:
             self.reply_samples[k] = self.reply_samples.get(k, 0) + 1
         if conn.requests_left > 0:
             conn.requests_left -= 1
-            conn.reply_bytes = self.workload.reply_bytes()
-            conn.request_sent_at = received
-            conn.deadline = received + self.timeout
-            if received >= self.window_start:
+            # the workload's think time, if it has one, passes before the next request
+            think = self._think_time(conn) if self._think_time is not None else 0.0
+            if self._start_connection is None:
+                conn.reply_bytes = self.workload.reply_bytes()
+            conn.request_sent_at = received + think
+            conn.deadline = conn.request_sent_at + self.timeout
+            if conn.request_sent_at >= self.window_start:
                 self.requests += 1
-            self._lan.put(self.kernel.request_arrives, conn)  # type: ignore[union-attr]
+            if think:
+                env.call_in(self.rtt + think, self.kernel.request_arrives, conn)  # type: ignore[union-attr]
+            else:
+                self._lan.put(self.kernel.request_arrives, conn)  # type: ignore[union-attr]
             return
         self.resolve(conn, COMPLETED, received)
         self._lan.put(self._fin, conn)

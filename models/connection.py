@@ -50,6 +50,7 @@ class Connection:
         "eof",  # the client's FIN has arrived
         "ready",  # listed in the server's ready set
         "server",  # server-private slot (a server may keep per-connection state here)
+        "session",  # workload-private slot (e.g. the rest of a wsesslog session)
     )
 
     def __init__(self, conn_id: int, started_at: float, deadline: float) -> None:
@@ -73,6 +74,7 @@ class Connection:
         self.eof = False
         self.ready = False
         self.server: object = None
+        self.session: object = None
 
     def __repr__(self) -> str:
         return f"<Connection {self.id} {STATE_NAMES[self.state]}>"

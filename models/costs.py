@@ -25,6 +25,19 @@ _FIT1 = (
     "re-check with `acceptsim reproduce userver-one-packet`"
 )
 
+_FIT_TUX = (
+    "fitted (tux_request_s with cache_refill_s) to the paper's TUX one-packet peaks on "
+    "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf (residuals -0.1% and "
+    "+3.6%, 8 s runs); see `python -m models.calibration tux` and "
+    "models/calibration_results.toml"
+)
+
+_FIT_KNOT = (
+    "fitted to the paper's Knot-C one-packet peaks on cluster 2: about 12,000 replies/s at "
+    "accept-limit 1 and 14,000 at 50; see `python -m models.calibration knot` and "
+    "models/calibration_results.toml"
+)
+
 
 @dataclass(frozen=True)
 class HostCosts(Params):
@@ -89,8 +102,96 @@ class HostCosts(Params):
         5.0e-6, unit="s", ge=0.0, doc="read() of end-of-file and close() of the connection"
     )
 
+    # -- TUX (kernel-mode server: no system-call crossings, no select) --------------
+    tux_accept_s: float = param(
+        1.5e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX takes one connection off the accept queue (in-kernel, no syscall crossing)",
+    )
+    tux_request_s: float = param(
+        14.175e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX reads and parses one request and looks up the cached file (work_pending pass 1)",
+        fitted=_FIT_TUX,
+    )
+    tux_send_s: float = param(
+        4.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX sends one reply's headers and content into TCP, excluding per-byte cost "
+        "(work_pending pass 2)",
+    )
+    tux_close_s: float = param(
+        3.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="TUX handles the client's FIN and closes the connection (work_pending pass 3)",
+    )
+    # -- the processor's cache (what a server's batches cost beyond their items) ------
+    l2_cache_bytes: int = param(
+        512 * 1024, unit="bytes", ge=0, doc="L2 cache of the processor (cluster 1/2 Xeon: 512 KB)"
+    )
+    conn_footprint_bytes: int = param(
+        6144,
+        unit="bytes",
+        ge=0,
+        doc="per-connection working set a kernel-mode server touches on every pass: struct "
+        "sock and tcp_opt (~1.2 KB), the TUX request (~1 KB), request and reply sk_buffs "
+        "(~3.5 KB); an estimate from 2.4.20/TUX 2 structure sizes, not fitted",
+    )
+    cache_refill_s: float = param(
+        5.925e-6,
+        unit="s",
+        ge=0.0,
+        doc="extra CPU to refetch one connection's working set from memory when it has been "
+        "evicted; charged per work item times the evicted fraction "
+        "max(0, 1 - l2_cache_bytes / (connections touched in the phase * "
+        "conn_footprint_bytes)).  Used by TUX",
+        fitted=_FIT_TUX,
+    )
+
+    # -- Knot on Capriccio user-level threads ---------------------------------------
+    knot_thread_switch_s: float = param(
+        1.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="Capriccio user-level context switch to the next runnable thread",
+        fitted=_FIT_KNOT,
+    )
+    knot_poll_base_s: float = param(
+        20.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="one Capriccio scheduler I/O poll, fixed part",
+        fitted=_FIT_KNOT,
+    )
+    knot_poll_per_conn_s: float = param(
+        0.1e-6,
+        unit="s/connection",
+        ge=0.0,
+        doc="Capriccio scheduler I/O poll, per open connection (it polls all of them)",
+        fitted=_FIT_KNOT,
+    )
+    knot_io_s: float = param(
+        8.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="Capriccio's wrapper around each I/O call (accept, read, write, close): the "
+        "non-blocking attempt, its bookkeeping in the blocking graph and stack checks",
+        fitted=_FIT_KNOT,
+    )
+    knot_thread_create_s: float = param(
+        3.0e-6, unit="s", ge=0.0, doc="Knot-A: create a user-level thread for a new connection"
+    )
+
 
 CLUSTER1 = HostCosts()
 
+#: the paper's cluster 2 (Knot): the same 2.4 GHz Xeon with Linux 2.4.19; the kernel
+#: path is taken to cost what it does on cluster 1, the Knot fields are fitted there
+CLUSTER2 = HostCosts()
+
 #: named parameter sets usable with ``--params NAME``
-PARAMETER_SETS: dict[str, HostCosts] = {"cluster1": CLUSTER1}
+PARAMETER_SETS: dict[str, HostCosts] = {"cluster1": CLUSTER1, "cluster2": CLUSTER2}

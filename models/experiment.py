@@ -19,9 +19,13 @@ from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.policies import BoundPolicy
+from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
+from models.servers.knot import Knot, KnotA, KnotParams
+from models.servers.tux import CATEGORIES as TUX_CATEGORIES
+from models.servers.tux import Tux, TuxParams
 from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
 from models.servers.userver import Userver, UserverParams
-from models.workloads import WORKLOADS
+from models.workloads import WORKLOADS, parse_wsesslog
 from sim.cpu import KERNEL, Cpu
 from sim.engine import Environment
 from sim.errors import ConfigError
@@ -29,7 +33,12 @@ from sim.params import Params, param
 from sim.results import differences, ratio, summary_ms
 from sim.streams import Streams
 
-SERVERS = {"userver": (Userver, UserverParams, USERVER_CATEGORIES)}
+SERVERS = {
+    "userver": (Userver, UserverParams, USERVER_CATEGORIES),
+    "tux": (Tux, TuxParams, TUX_CATEGORIES),
+    "knot": (Knot, KnotParams, KNOT_CATEGORIES),
+    "knot-a": (KnotA, KnotParams, KNOT_CATEGORIES),
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,9 @@ class RunConfig(Params):
         5.0, unit="s", ge=0.0, doc="initial time left out of every measurement"
     )
     seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
+    workload_file: str = param(
+        "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
+    )
     series_interval_s: float = param(
         0.0, unit="s", ge=0.0, doc="if > 0, also report replies per interval of this length "
         "over the whole run (`replies_per_interval`, for warm-up detection); 0: off",
@@ -84,6 +96,10 @@ class RunConfig(Params):
             raise ConfigError("kernel", self.kernel, "a KernelProfile")
         policies.policy_params(self.policy, self.accept_limit)  # unknown name/parameter: error
         arrivals.parse(self.rate_profile)
+        if self.workload == "wsesslog":
+            if not self.workload_file:
+                raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
+            parse_wsesslog(self.workload_file)  # report a bad file before any run
 
     @classmethod
     def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
@@ -150,7 +166,10 @@ class Host:
         server_cls, server_params_cls, categories = SERVERS[config.server]
         self.cpu = Cpu(env, categories)
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
-        self.workload = workload_cls(workload_params_cls(), streams)
+        workload_params = workload_params_cls()
+        if config.workload_file:
+            workload_params = workload_params.replace(path=config.workload_file)
+        self.workload = workload_cls(workload_params, streams)
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s,
             rate_profile=config.rate_profile,
@@ -261,6 +280,8 @@ class Host:
             "rate_profile": config.rate_profile,
             "workload": config.workload,
             "target_rate_per_s": config.rate_per_s,
+            "target_request_rate_per_s": config.rate_per_s
+            * self.workload.mean_requests_per_connection(),
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,
@@ -298,6 +319,8 @@ class Host:
             result["replies_per_interval"] = list(client.series)
         if self.timeseries is not None:
             result["timeseries"] = self.timeseries
+        if "busy_area" in server:
+            result["threads_busy_mean"] = server["busy_area"] / window
         return result
 
 

@@ -49,7 +49,11 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
 
 
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
-    return simulate(RunConfig.from_dict(point))
+    config = RunConfig.from_dict(point)
+    record = simulate(config)
+    if isinstance(point.get("costs"), dict):  # a scenario that varies costs can plot by them
+        record["costs"] = config.costs.to_dict()
+    return record
 
 
 def main(args: argparse.Namespace) -> int:
@@ -75,11 +79,13 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sections = []
+    frames = []
     started = time.perf_counter()
     for s in scenarios:
         t0 = time.perf_counter()
         frame = to_frame(run_many(run_point, s.points(), jobs=jobs))
         frame.to_csv(out / f"{s.name}.csv", index=False)
+        frames.append(frame)
         report.plot(s, frame, out / f"{s.name}.png")
         table = report.pivot_text(s, frame)
         print(f"\n== {s.title}\nreply rate (replies/s):\n{table}")
@@ -92,8 +98,12 @@ def main(args: argparse.Namespace) -> int:
             + (report.markdown_table(expect) + "\n\n" if expect else "")
             + f"({len(frame)} runs, {time.perf_counter() - t0:.0f} s wall)\n"
         )
+    equation1 = report.equation1_section(frames)
+    if equation1:
+        print("\n" + equation1)
     (out / "report.md").write_text(
         "# acceptsim: reproduction of Brecht, Pariag and Gammo (USENIX ATC 2004)\n\n"
+        + equation1
         + "\n".join(sections)
         + f"\nTotal wall time: {time.perf_counter() - started:.0f} s\n"
     )

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
+from models.costs import PARAMETER_SETS
 from models.experiment import RunConfig, simulate
 from models.policies import check_limit
 from sim.errors import ConfigError
@@ -18,6 +19,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--server", default="userver", help="server architecture (default userver)")
     p.add_argument("--accept-limit", default="1", help="accept-limit: an integer >= 1 or inf")
     p.add_argument("--workload", default="one-packet", help="workload (default one-packet)")
+    p.add_argument("--workload-file", default="", help="session file for --workload wsesslog")
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
@@ -25,7 +27,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", default="1", help="seed of the run's random streams (default 1)")
     p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
     p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
-    p.add_argument("--params", default=None, help="TOML file of cost (and [kernel]) parameters")
+    p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
+                   "file of cost (and [kernel]) parameters")
     add_policy_arguments(p)
     p.add_argument("--rate-profile", default="", help="time-varying rate, e.g. "
                    "step:10000@0,30000@20, ramp:..., sine:mean=,amplitude=,period=, "
@@ -72,6 +75,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "server": args.server,
         "accept_limit": check_limit(args.accept_limit),
         "workload": args.workload,
+        "workload_file": args.workload_file,
         "rate_per_s": parse_number("rate", args.rate),
         "duration_s": duration,
         "warmup_s": warmup,
@@ -84,7 +88,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if args.timeseries is not None or args.plot:
         interval = parse_number("timeseries", args.timeseries) if args.timeseries else 0.5
         fields["timeseries_interval_s"] = interval
-    if args.params:
+    if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
+        fields["costs"] = args.params
+    elif args.params:
         costs, kernel = load_params_file(args.params)
         fields["costs"] = costs
         if kernel is not None:

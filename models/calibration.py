@@ -1,0 +1,196 @@
+"""Fit the TUX (cluster 1) and Knot (cluster 2) cost fields to the paper's peaks.
+
+Usage::
+
+    python -m models.calibration tux  [--maxfev 12] [--write]
+    python -m models.calibration knot [--maxfev 12] [--write]
+
+A candidate parameter vector is scored by simulating the paper's one-packet
+runs (the same run length, warm-up and seed as the scenarios, so the fit is
+to what ``acceptsim reproduce`` shows) over a grid of target rates, taking
+each accept-limit's *peak* reply rate, and comparing it with the brief's
+section-7 target.  The peak over a grid is a step function of the
+parameters, so the optimiser is derivative-free (``scipy.optimize.minimize``
+with Nelder-Mead) on the sum of squared relative errors.  ``--write``
+records the fitted values and residuals in ``models/calibration_results.toml``;
+copy the values into ``models/costs.py`` defaults (whose ``fitted=`` metadata
+points here).  The userver's cluster-1 fields are not refitted here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from models.costs import PARAMETER_SETS, HostCosts
+from models.experiment import RunConfig, simulate
+from sim.sweep import run_many
+
+RESULTS = Path(__file__).with_name("calibration_results.toml")
+
+
+@dataclass(frozen=True)
+class Target:
+    server: str
+    accept_limit: float
+    paper_peak_per_s: float
+    rates_per_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    costs: str  # parameter set the fitted fields belong to
+    fields: tuple[str, ...]  # cost fields fitted, in seconds
+    targets: tuple[Target, ...]
+    duration_s: float = 8.0
+    warmup_s: float = 3.0
+    seed: int = 1
+
+
+PROBLEMS = {
+    "tux": Problem(
+        "tux",
+        "cluster1",
+        ("tux_request_s", "cache_refill_s"),
+        (
+            Target("tux", 1, 22998, (20000, 21000, 22000, 23000, 24000, 26000)),
+            Target("tux", math.inf, 20194, (18000, 20000, 21000, 22000, 23000, 24000)),
+        ),
+    ),
+    "knot": Problem(
+        "knot",
+        "cluster2",
+        ("knot_io_s", "knot_poll_per_conn_s"),
+        (
+            Target("knot", 1, 12000, (10000, 12000, 13000, 14000, 16000)),
+            Target("knot", 50, 14000, (10000, 12000, 13000, 14000, 16000)),
+        ),
+    ),
+}
+
+
+def _run(point: dict[str, Any]) -> dict[str, Any]:
+    return simulate(RunConfig.from_dict(point))
+
+
+def peaks(problem: Problem, costs: HostCosts, jobs: int | None = None) -> list[float]:
+    points = []
+    for t in problem.targets:
+        for rate in t.rates_per_s:
+            points.append(
+                {
+                    "server": t.server,
+                    "accept_limit": t.accept_limit,
+                    "rate_per_s": float(rate),
+                    "duration_s": problem.duration_s,
+                    "warmup_s": problem.warmup_s,
+                    "seed": problem.seed,
+                    "costs": costs,
+                }
+            )
+    records = run_many(_run, points, jobs=jobs, progress=False)
+    out, i = [], 0
+    for t in problem.targets:
+        n = len(t.rates_per_s)
+        out.append(max(r["reply_rate_per_s"] for r in records[i : i + n]))
+        i += n
+    return out
+
+
+def residuals(problem: Problem, values_s: Sequence[float], jobs: int | None = None) -> np.ndarray:
+    changes = dict(zip(problem.fields, values_s, strict=True))
+    costs = PARAMETER_SETS[problem.costs].replace(**changes)
+    sim = peaks(problem, costs, jobs)
+    return np.array([(s - t.paper_peak_per_s) / t.paper_peak_per_s
+                     for s, t in zip(sim, problem.targets, strict=True)])
+
+
+def fit(problem: Problem, maxfev: int = 12, jobs: int | None = None) -> dict[str, Any]:
+    base = PARAMETER_SETS[problem.costs]
+    x0 = np.array([getattr(base, f) for f in problem.fields]) * 1e6  # optimise in microseconds
+    history: list[tuple[list[float], float]] = []
+
+    def objective(x_us: np.ndarray) -> float:
+        x_us = np.maximum(x_us, 0.0)
+        res = residuals(problem, list(x_us * 1e-6), jobs)
+        score = float((res**2).sum())
+        history.append((list(x_us), score))
+        print(f"  {dict(zip(problem.fields, np.round(x_us, 3), strict=True))} -> "
+              f"residuals {np.round(res, 4)}", flush=True)
+        return score
+
+    result = minimize(objective, x0, method="Nelder-Mead",
+                      options={"maxfev": maxfev, "xatol": 0.05, "fatol": 1e-5,
+                               "initial_simplex": np.array([x0, x0 * [1.1, 1.0], x0 * [1.0, 1.2]])})
+    best_us = np.maximum(result.x, 0.0)
+    best = dict(zip(problem.fields, (float(v) * 1e-6 for v in best_us), strict=True))
+    res = residuals(problem, list(best.values()), jobs)
+    return {"values_s": best, "residuals": res.tolist(), "evaluations": len(history) + 1}
+
+
+def write(problem: Problem, outcome: dict[str, Any], path: Path = RESULTS) -> None:
+    """Replace this problem's section of the results file, keeping the others."""
+    sections: dict[str, str] = {}
+    if path.exists():
+        name = None
+        for line in path.read_text().splitlines(keepends=True):
+            if line.startswith("[") and not line.startswith("[["):
+                name = line.strip()[1:-1].split(".")[0]
+            if name is not None:
+                sections[name] = sections.get(name, "") + line
+    lines = [f"[{problem.name}]\n",
+             f'parameter_set = "{problem.costs}"\n',
+             f"evaluations = {outcome['evaluations']}\n",
+             f"run = {{ duration_s = {problem.duration_s}, warmup_s = {problem.warmup_s}, "
+             f"seed = {problem.seed} }}\n",
+             f"[{problem.name}.fitted_s]\n"]
+    lines += [f"{k} = {v:.4e}\n" for k, v in outcome["values_s"].items()]
+    for t, r in zip(problem.targets, outcome["residuals"], strict=True):
+        limit = "inf" if math.isinf(t.accept_limit) else int(t.accept_limit)
+        lines.append(f"[{problem.name}.residual.limit_{limit}]\n")
+        lines.append(f"paper_peak_per_s = {t.paper_peak_per_s}\n")
+        lines.append(f"simulated_peak_per_s = {t.paper_peak_per_s * (1 + r):.0f}\n")
+        lines.append(f"relative_error = {r:.4f}\n")
+    sections[problem.name] = "".join(lines) + "\n"
+    header = ("# Written by `python -m models.calibration NAME --write`; do not edit by hand.\n"
+              "# Peaks are the best reply rate over the problem's grid of target rates.\n\n")
+    path.write_text(header + "".join(sections[k] for k in sorted(sections)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m models.calibration", description=__doc__)
+    p.add_argument("problem", choices=sorted(PROBLEMS))
+    p.add_argument("--maxfev", type=int, default=12, help="simulation rounds for the optimiser")
+    p.add_argument("--jobs", type=int, default=None)
+    p.add_argument("--check", action="store_true", help="only report residuals of the defaults")
+    p.add_argument("--write", action="store_true", help="record the result in " + RESULTS.name)
+    args = p.parse_args(argv)
+    problem = PROBLEMS[args.problem]
+    if args.check:
+        base = PARAMETER_SETS[problem.costs]
+        values = [getattr(base, f) for f in problem.fields]
+        res = residuals(problem, values, args.jobs)
+        outcome = {"values_s": dict(zip(problem.fields, values, strict=True)),
+                   "residuals": res.tolist(), "evaluations": 1}
+    else:
+        outcome = fit(problem, args.maxfev, args.jobs)
+    for k, v in outcome["values_s"].items():
+        print(f"{k} = {v:.4e}")
+    for t, r in zip(problem.targets, outcome["residuals"], strict=True):
+        print(f"{t.server} limit {t.accept_limit}: paper {t.paper_peak_per_s:.0f}, "
+              f"relative error {r:+.2%}")
+    if args.write:
+        write(problem, outcome)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,273 @@
+"""TUX: Red Hat's kernel-mode, event-driven web server (the paper, section 3).
+
+TUX runs inside the kernel, so it has no getevents phase (no ``select()``)
+and no system-call crossings: each step of a request is cheaper than the
+userver's.  It keeps two queues, the listen socket's accept queue and its own
+``work_pending`` list, and alternates two phases:
+
+1. **accept**: take up to accept-limit connections off the accept queue
+   (original TUX drains it: accept-limit inf);
+2. **work**: process *every* item on ``work_pending``, including items that
+   arrive while the phase runs, so a phase can grow.
+
+A connection passes through ``work_pending`` several times: when its request
+can be read (pass 1: read, parse, look up the file), when its reply is to be
+sent (pass 2), and when the client's FIN arrives (pass 3: close).  Network
+events that arrive during a work phase re-queue connections into the same
+phase.  As in TUX's source (``add_tux_atom``/``__add_req_to_workqueue``),
+``work_pending`` is filled at its head, LIFO (``work_order = "fifo"`` fills
+it at its tail, for comparison).
+
+Policy hooks (:mod:`models.policies`): the accept-limit is asked before each
+phase when the accept queue is non-empty (0 skips the accept phase: not
+counted; with no work pending TUX then sleeps ``skip_wait_s``); a work phase
+ends early when the policy's work budget is spent, the rest staying on
+work_pending.  The work queue a policy sees is work_pending.
+
+What large batches cost
+-----------------------
+With equal per-item costs at every batch size TUX has the same capacity at
+accept-limit 1 and inf (``scenarios/tux_mechanisms.toml``,
+``tests/test_tux.py``): bursty overflow drops and retransmissions hit both
+limits alike, and LIFO starvation causes no client timeouts because work
+phases last milliseconds against httperf's 10 s timeout.  The mechanism
+modelled here is the processor cache:
+every item of a phase touches its connection's kernel state (socket, TUX
+request, sk_buffs: ``costs.conn_footprint_bytes``).  A phase that touches
+more connections than fit in the L2 cache (``costs.l2_cache_bytes``) finds
+part of each connection's state evicted by the time it returns to it, and
+pays ``costs.cache_refill_s`` times the evicted fraction
+``max(0, 1 - l2 / (touched * footprint))`` per item.  With accept-limit 1 a
+phase touches a handful of connections and stays in cache; with inf it
+touches the whole accept queue (up to 129 connections, ~0.8 MB) and does not.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from models.connection import CLOSED, Connection
+from models.policies import AcceptPolicy
+from sim.cpu import BLOCK, Cpu
+from sim.params import Params, param
+
+if TYPE_CHECKING:
+    from models.client import Client
+    from models.costs import HostCosts
+    from models.kernel import ListenSocket
+    from sim.engine import Environment
+
+ACCEPT = "accept"
+WORK = "work"
+CATEGORIES = (ACCEPT, WORK)
+
+
+@dataclass(frozen=True)
+class TuxParams(Params):
+    _prefix = "server."
+
+    max_connections: int = param(
+        15000, unit="connections", ge=1, doc="most connections TUX holds open at once"
+    )
+    backlog: int = param(128, unit="connections", ge=1, doc="listen backlog (the paper's runs)")
+    work_order: str = param(
+        "lifo",
+        unit="",
+        choices=("lifo", "fifo"),
+        doc="where work_pending is filled: at its head (lifo, TUX's source) or tail (fifo)",
+    )
+    skip_wait_s: float = param(
+        50e-6, unit="s", gt=0.0,
+        doc="after its policy skipped an accept phase with no work pending, TUX sleeps this "
+        "long (or until work arrives) before asking again",
+    )  # fmt: skip
+
+
+class _TuxConn:
+    """TUX's per-connection state (kept in ``Connection.server``)."""
+
+    __slots__ = ("send", "phase")
+
+    def __init__(self) -> None:
+        self.send = False  # the next pass sends the reply
+        self.phase = -1  # the last phase that touched this connection
+
+
+class Tux:
+    """The kernel-mode TUX server; runs as the task of the host's CPU."""
+
+    name = "tux"
+    has_select = False
+
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        listen: ListenSocket,
+        client: Client,
+        costs: HostCosts,
+        params: TuxParams,
+        policy: AcceptPolicy,
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.listen = listen
+        self.client = client
+        self.costs = costs
+        self.params = params
+        self.policy = policy
+        self.work_pending: deque[Connection] = deque()
+        queue = self.work_pending
+        self._push = queue.appendleft if params.work_order == "lifo" else queue.append
+        self.open = 0
+        self._phase = 0
+        self._touched = 0  # distinct connections touched in the current phase
+        self._cache_conns = (
+            costs.l2_cache_bytes / costs.conn_footprint_bytes
+            if costs.conn_footprint_bytes
+            else float("inf")
+        )
+        # counters (cumulative)
+        self.accept_phases = 0
+        self.accepts = 0
+        self.work_phases = 0
+        self.items_worked = 0
+        self.max_work_pending = 0
+        self._open_area = 0.0
+        self._open_since = env.now
+        listen.app = self
+        cpu.start(self.run())
+
+    # -- what the kernel tells the server ---------------------------------------------
+    def accept_ready(self) -> None:
+        if self.cpu.blocked:
+            self.cpu.wake()
+
+    def readable(self, conn: Connection) -> None:
+        if not conn.ready:
+            self._enqueue(conn)
+            if self.cpu.blocked:
+                self.cpu.wake()
+
+    def _enqueue(self, conn: Connection) -> None:
+        conn.ready = True
+        self._push(conn)
+        if len(self.work_pending) > self.max_work_pending:
+            self.max_work_pending = len(self.work_pending)
+
+    # -- the cache ----------------------------------------------------------------------
+    def _touch(self, conn: Connection) -> float:
+        """Mark ``conn`` touched in this phase; the cache-refill cost of this item."""
+        state: _TuxConn = conn.server  # type: ignore[assignment]
+        if state.phase != self._phase:
+            state.phase = self._phase
+            self._touched += 1
+        touched = self._touched
+        if touched <= self._cache_conns:
+            return 0.0
+        return self.costs.cache_refill_s * (1.0 - self._cache_conns / touched)
+
+    # -- the server loop ----------------------------------------------------------------
+    def listen_ready(self) -> bool:
+        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
+
+    def run(self):  # type: ignore[no-untyped-def]
+        costs = self.costs
+        listen = self.listen
+        client = self.client
+        pending = self.work_pending
+        per_byte = costs.send_per_byte_s
+        env = self.env
+        while True:
+            if not pending and not self.listen_ready():
+                yield BLOCK
+                continue
+            self._phase += 1
+            self._touched = 0
+            # 1. accept (the policy may skip the phase: a limit of 0)
+            if self.listen_ready():
+                limit = self.policy.accept_limit(self)
+                if limit:
+                    accepted = 0
+                    while accepted < limit and self.open < self.params.max_connections:
+                        conn = listen.accept()
+                        if conn is None:
+                            break
+                        conn.server = _TuxConn()
+                        yield ACCEPT, costs.tux_accept_s + self._touch(conn)
+                        accepted += 1
+                        self._opened(conn)
+                    self.accept_phases += 1
+                    self.accepts += accepted
+                elif not pending:
+                    self.env.call_in(self.params.skip_wait_s, self._wake)
+                    yield BLOCK
+                    continue
+            # 2. work: every item, including those queued while the phase runs,
+            #    unless the policy's time budget for the phase runs out first
+            if pending:
+                ends_at = env._now + self.policy.work_budget(self)
+                items = 0
+                while pending and env._now < ends_at:
+                    conn = pending.popleft()
+                    conn.ready = False
+                    items += 1
+                    state: _TuxConn = conn.server  # type: ignore[assignment]
+                    if state.send:
+                        state.send = False
+                        yield WORK, (
+                            costs.tux_send_s + per_byte * conn.reply_bytes + self._touch(conn)
+                        )
+                        client.reply(conn)
+                        if conn.pending or conn.eof:
+                            self.readable(conn)
+                    elif conn.pending:
+                        client.check_client_gone(conn)
+                        conn.pending -= 1
+                        yield WORK, costs.tux_request_s + self._touch(conn)
+                        state.send = True
+                        self.readable(conn)
+                    elif conn.eof:
+                        yield WORK, costs.tux_close_s + self._touch(conn)
+                        self._closed(conn)
+                self.work_phases += 1
+                self.items_worked += items
+
+    def _wake(self, _: object) -> None:
+        if self.cpu.blocked:
+            self.cpu.wake()
+
+    @property
+    def work_queue_len(self) -> int:
+        """Items on work_pending."""
+        return len(self.work_pending)
+
+    def _opened(self, conn: Connection) -> None:
+        self._account_open()
+        self.open += 1
+        if conn.pending or conn.eof:
+            self.readable(conn)
+
+    def _closed(self, conn: Connection) -> None:
+        self._account_open()
+        self.open -= 1
+        conn.state = CLOSED
+
+    def _account_open(self) -> None:
+        now = self.env.now
+        self._open_area += self.open * (now - self._open_since)
+        self._open_since = now
+
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters; the run takes differences over its window."""
+        self._account_open()
+        return {
+            "select_calls": 0,
+            "accept_phases": self.accept_phases,
+            "accepts": self.accepts,
+            "work_phases": self.work_phases,
+            "conns_worked": self.items_worked,
+            "open_area": self._open_area,
+        }
