@@ -7,11 +7,20 @@ import sys
 from collections.abc import Sequence
 
 from acceptsim import __version__
-from acceptsim.commands import bench, measure, policies, reproduce, run, search, sweep
+from acceptsim.commands import (
+    bench,
+    compare,
+    measure,
+    policies,
+    reproduce,
+    run,
+    search,
+    sweep,
+)
 from models.policies import PolicyError
 from sim.errors import ConfigError
 
-COMMANDS = [run, policies, search, reproduce, sweep, bench, measure]
+COMMANDS = [run, policies, search, compare, reproduce, sweep, bench, measure]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -301,15 +301,17 @@ class QueueAwareParams(Params):
     )  # fmt: skip
     high_water: float = param(
         0.75, unit="fraction of the accept queue", gt=0.0, le=1.0,
-        doc="at or above this occupancy, drain the accept queue (avoid overflow drops)",
+        doc="at or above this occupancy, accept max_limit (avoid overflow drops)",
     )  # fmt: skip
     min_limit: int = param(
         0, unit="connections", ge=0,
         doc="least accepted in a phase below high water (0: a phase may be skipped)",
     )  # fmt: skip
     max_limit: int = param(
-        128, unit="connections", ge=1, allow_inf=True, doc="most accepted below high water"
-    )
+        64, unit="connections", ge=1, allow_inf=True,
+        doc="most accepted in a phase (half the accept queue by default: draining all of it "
+        "makes long, cache-unfriendly phases for TUX and holds connections open in Knot)",
+    )  # fmt: skip
 
 
 class QueueAware(Policy):
@@ -317,7 +319,7 @@ class QueueAware(Policy):
 
     With ``a`` connections in the accept queue and ``w`` items of work queued,
     accept ``ceil(ratio * a / max(w, 1))`` (clamped to ``min_limit..max_limit``),
-    and everything once the accept queue reaches ``high_water`` of its
+    and ``max_limit`` once the accept queue reaches ``high_water`` of its
     capacity.  With lots of queued work and a short accept queue this is 0: the
     phase is skipped, so on average fewer than one connection per phase.
     """
@@ -333,7 +335,7 @@ class QueueAware(Policy):
         p = self.p
         a = view.accept_queue_len
         if a >= p.high_water * view.accept_queue_capacity:
-            return INF
+            return p.max_limit
         w = view.work_queue_len
         want = math.ceil(p.ratio * a / (w if w > 1 else 1))
         return min(max(want, p.min_limit), p.max_limit)
@@ -343,11 +345,11 @@ class QueueAware(Policy):
 class BudgetParams(Params):
     _prefix = "policy.budget."
     work_budget_s: float = param(
-        0.002, unit="s", gt=0.0, allow_inf=True,
+        0.01, unit="s", gt=0.0, allow_inf=True,
         doc="longest work phase; the rest of the work waits for the next phase",
     )  # fmt: skip
     accept_limit: int = param(
-        64, unit="connections", ge=1, allow_inf=True, doc="accept-limit per phase"
+        16, unit="connections", ge=1, allow_inf=True, doc="accept-limit per phase"
     )
 
 
@@ -386,8 +388,9 @@ class AimdParams(Params):
     )  # fmt: skip
     min_limit: float = param(1.0, unit="connections", ge=1.0, doc="least limit")
     max_limit: float = param(
-        1024.0, unit="connections", ge=1.0, allow_inf=True, doc="largest limit"
-    )
+        64.0, unit="connections", ge=1.0, allow_inf=True,
+        doc="largest limit (half the accept queue: see queue-aware's max_limit)",
+    )  # fmt: skip
 
 
 class Aimd(Policy):
@@ -430,7 +433,7 @@ class HillClimbParams(Params):
     interval_s: float = param(
         0.5, unit="s", gt=0.0, doc="measurement epoch: reply rate is compared epoch to epoch"
     )
-    initial: float = param(8.0, unit="connections", ge=1.0, doc="limit at the start")
+    initial: float = param(16.0, unit="connections", ge=1.0, doc="limit at the start")
     step: float = param(
         2.0, unit="factor", gt=1.0, doc="multiplicative step of the limit (log-scale climbing)"
     )
@@ -439,7 +442,10 @@ class HillClimbParams(Params):
         doc="an epoch counts as worse only if its reply rate drops by more than this fraction",
     )  # fmt: skip
     min_limit: float = param(1.0, unit="connections", ge=1.0, doc="least limit")
-    max_limit: float = param(1024.0, unit="connections", ge=1.0, doc="largest limit")
+    max_limit: float = param(
+        64.0, unit="connections", ge=1.0,
+        doc="largest limit (half the accept queue: see queue-aware's max_limit)",
+    )  # fmt: skip
 
 
 class HillClimb(Policy):
@@ -500,7 +506,7 @@ class PidParams(Params):
     bias: float = param(1.0, unit="connections", ge=0.0, doc="limit at zero error")
     min_limit: float = param(0.0, unit="connections", ge=0.0, doc="least limit (0: may skip)")
     max_limit: float = param(
-        256.0, unit="connections", ge=1.0, doc="largest limit (also bounds the integral)"
+        64.0, unit="connections", ge=1.0, doc="largest limit (also bounds the integral)"
     )
 
 

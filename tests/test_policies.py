@@ -196,7 +196,7 @@ def test_queue_aware_decides_from_both_queues() -> None:
     assert p.accept_limit(View(1, 10)) == 1
     assert p.accept_limit(View(0, 10)) == 0  # nothing waiting: skip
     assert p.accept_limit(View(20, 4)) == 5
-    assert p.accept_limit(View(65, 4)) == math.inf  # above high water: drain
+    assert p.accept_limit(View(65, 4)) == 64  # above high water: max_limit
 
 
 def test_policies_describe_their_parameters() -> None:
@@ -208,3 +208,24 @@ def test_policies_describe_their_parameters() -> None:
             assert prm["doc"] and "allowed" in prm
         for key in POLICIES[row["name"]].TUNE:
             assert key in {p["name"] for p in row["params"]}
+
+
+class SkipsAndBudget(Sequence):
+    def work_budget(self, view: ServerView) -> float:
+        return 0.0005
+
+
+@pytest.mark.parametrize(("server", "costs"), [("tux", "cluster1"), ("knot", "cluster2")])
+def test_every_server_honours_skips_and_budgets(server: str, costs: str) -> None:
+    policy = SkipsAndBudget([0, 3, 0, math.inf])
+    r = simulate(short(server=server, costs=costs, duration_s=1.0), policy=policy)
+    assert r["accept_phases_skipped"] > 0
+    assert r["reply_rate_per_s"] > 0
+    assert equation_1_holds(r)
+    assert all(a >= 0 and w >= 0 for a, w in policy.seen)
+
+
+def test_a_policy_that_always_skips_starves_tux_without_hanging() -> None:
+    r = simulate(short(server="tux", duration_s=0.3), policy=Sequence([0]))
+    assert r["accept_rate_per_s"] == 0 and r["accept_phases_per_s"] == 0
+    assert r["accept_phases_skipped"] > 0
