@@ -229,3 +229,14 @@ def test_a_policy_that_always_skips_starves_tux_without_hanging() -> None:
     r = simulate(short(server="tux", duration_s=0.3), policy=Sequence([0]))
     assert r["accept_rate_per_s"] == 0 and r["accept_phases_per_s"] == 0
     assert r["accept_phases_skipped"] > 0
+
+
+def test_the_readme_policy_example_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in text.split("```python")[1:] if "HalfTheQueue" in b)
+    code = block.split("```")[0].replace("duration_s=2", "duration_s=0.5")
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["result"]["policy"] == "half-the-queue"
