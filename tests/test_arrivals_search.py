@@ -156,6 +156,12 @@ def test_cli_policies_run_and_search(capsys: pytest.CaptureFixture[str]) -> None
     assert {"best_accept_limit", "best_reply_rate_per_s", "ci95", "evaluated"} <= set(out)
     assert [e["accept_limit"] for e in out["evaluated"]] == [1, "inf"]
     assert out["best_accept_limit"] in (1, "inf")
+    assert cli(["search", "--rate", "8000", "--duration", "0.3", "--policy", "aimd", "--tune",
+                "increase=1.5:3", "--max-evals", "2", "--replications", "2", "--jobs", "1",
+                "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["best_policy"].startswith("aimd:increase=") and len(out["evaluated"]) <= 2
+    assert 1.5 <= out["best_params"]["increase"] <= 3
 
 
 def test_cli_errors_name_the_policy_and_parameter(capsys: pytest.CaptureFixture[str]) -> None:
