@@ -180,6 +180,7 @@ class Host:
             env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
         )
         self.client.kernel = self.listen
+        self.custom_policy = policy
         if policy is None:
             policy = policies.build(config.policy, config.accept_limit)
         elif isinstance(policy, type) or (
@@ -275,7 +276,9 @@ class Host:
         result: dict[str, Any] = {
             "server": config.server,
             "accept_limit": self.policy.limit if static else config.accept_limit,
-            "policy": bound.name,
+            # the policy as configured (a spec), or a custom policy's name
+            "policy": config.policy if self.custom_policy is None else bound.name,
+            "policy_name": bound.name,
             "policy_params": _policy_params(self.policy),
             "rate_profile": config.rate_profile,
             "workload": config.workload,

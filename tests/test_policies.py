@@ -52,7 +52,8 @@ def test_static_policy_spec_is_the_accept_limit_field() -> None:
     b = simulate(short(policy="static:limit=10"))
     assert a["reply_rate_per_s"] == b["reply_rate_per_s"]
     assert a["accept_limit"] == b["accept_limit"] == 10
-    assert b["policy"] == "static" and b["policy_params"] == {"limit": 10}
+    assert b["policy"] == "static:limit=10" and b["policy_name"] == "static"
+    assert b["policy_params"] == {"limit": 10}
 
 
 def test_a_skipped_phase_is_not_an_accept_phase_and_equation_1_stays_exact() -> None:
@@ -162,7 +163,7 @@ def test_a_duck_typed_policy_class_is_instantiated_per_run() -> None:
     a = simulate(short(), policy=Halves)
     b = simulate(short(), policy=Halves)
     assert a["reply_rate_per_s"] == b["reply_rate_per_s"] > 0
-    assert a["policy"] == "halves"
+    assert a["policy"] == a["policy_name"] == "halves"
 
 
 @pytest.mark.parametrize("name", [n for n in POLICIES if n != "static"])

@@ -36,6 +36,11 @@ def compare(frame: pd.DataFrame, metric: str = "reply_rate_per_s") -> pd.DataFra
     ``<policy> %`` = 100 * (policy / best static - 1).
     """
     df = frame.copy()
+    if "policy_params.limit" in df.columns:  # a static limit given by accept_limit, not the spec
+        df["policy"] = [
+            f"static:limit={_plain(limit)}" if str(p).split(":")[0] == "static" else p
+            for p, limit in zip(df["policy"], df["policy_params.limit"], strict=True)
+        ]
     df["load"] = [
         prof if isinstance(prof, str) and prof else f"{rate:g}"
         for prof, rate in zip(df.get("rate_profile", [""] * len(df)), df["rate_per_s"],
@@ -60,6 +65,14 @@ def compare(frame: pd.DataFrame, metric: str = "reply_rate_per_s") -> pd.DataFra
             row[f"{r['policy']} %"] = 100.0 * (r[metric] / best[metric] - 1.0)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _plain(value: Any) -> str:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "inf" if f == float("inf") else f"{f:g}"
 
 
 def main(args: argparse.Namespace) -> int:
