@@ -149,7 +149,8 @@ def test_cli_policies_run_and_search(capsys: pytest.CaptureFixture[str]) -> None
     assert cli(["run", "--rate", "8000", "--duration", "0.5", "--warmup", "0", "--policy",
                 "aimd", "--policy-param", "decrease=2", "--format", "json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["policy"] == "aimd" and record["policy_params"]["decrease"] == 2.0
+    assert record["policy"] == "aimd:decrease=2" and record["policy_name"] == "aimd"
+    assert record["policy_params"]["decrease"] == 2.0
     assert cli(["search", "--rate", "8000", "--duration", "0.5", "--candidates", "1,inf",
                 "--replications", "2", "--jobs", "1", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
