@@ -14,7 +14,10 @@ maximises one metric of the record.
   from the best contains 0.  ``prefer`` chooses among the indistinguishable
   ones (``"max"``: the highest mean; ``"first"``: the first in the
   candidates' order, e.g. the smallest accept-limit: at equal throughput the
-  smaller limit has shorter phases and response times).
+  smaller limit has shorter phases and response times).  ``indifference``
+  adds an indifference zone (Bechhofer's ranking-and-selection idea): a
+  candidate whose mean is within this fraction of the best mean also counts
+  as equivalent, however tight its interval (0: statistics alone).
 * :func:`optimise`: tune continuous parameters with ``scipy.optimize``
   (bounded ``minimize_scalar`` for one, Nelder-Mead on the unit cube for
   several), the objective being the mean metric over the same replications.
@@ -88,6 +91,7 @@ def best_of(
     candidates: Sequence[Any],
     *,
     prefer: str = "max",
+    indifference: float = 0.0,
     **kwargs: Any,
 ) -> SearchResult:
     """Evaluate ``base`` with ``field_name`` set to each candidate; the best one."""
@@ -95,6 +99,8 @@ def best_of(
         raise ConfigError("candidates", candidates, "at least one value")
     if prefer not in ("max", "first"):
         raise ConfigError("prefer", prefer, "'max' or 'first'")
+    if not 0.0 <= indifference < 1.0:
+        raise ConfigError("indifference", indifference, "a fraction in [0, 1)")
     points = [{**base, field_name: c} for c in candidates]
     values = evaluate(points, **kwargs)
     means = values.mean(axis=1)
@@ -106,8 +112,10 @@ def best_of(
             same = True
         else:
             diff = mean_ci(values[i] - values[top])
-            same = bool(diff.n > 1 and diff.low <= 0.0 <= diff.high) or bool(
-                np.allclose(values[i], values[top])
+            same = (
+                bool(diff.n > 1 and diff.low <= 0.0 <= diff.high)
+                or bool(np.allclose(values[i], values[top]))
+                or bool(means[i] >= (1.0 - indifference) * means[top] and indifference > 0)
             )
         rows.append(
             Evaluated(c, float(means[i]), (ci.low, ci.high), tuple(map(float, values[i])), same)

@@ -116,6 +116,15 @@ def test_prefer_first_takes_the_smallest_of_indistinguishable_candidates() -> No
     assert result.best.value == 1
 
 
+def test_an_indifference_zone_admits_close_candidates() -> None:
+    strict = search.best_of({"seed": 1}, "accept_limit", [1, 8], run=fake_run, normalise=dict,
+                            replications=3, jobs=1, prefer="first")  # fmt: skip
+    assert strict.best.value == 8  # 1 is 90 below the peak of 1000, far outside the noise
+    loose = search.best_of({"seed": 1}, "accept_limit", [1, 8], run=fake_run, normalise=dict,
+                           replications=3, jobs=1, prefer="first", indifference=0.1)  # fmt: skip
+    assert loose.best.value == 1 and loose.argmax.value == 8
+
+
 def test_optimise_tunes_a_parameter_with_scipy() -> None:
     def run(point: Mapping[str, Any]) -> dict[str, Any]:
         return {"reply_rate_per_s": -((point["x"] - 0.3) ** 2)}

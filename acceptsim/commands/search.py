@@ -4,7 +4,8 @@ Static search: every accept-limit of a log-scale ladder (1, 2, 4, ..., 256,
 inf by default) over the same ``--replications`` (common random numbers),
 the mean reply rate with a 95 % Student t interval for each, and the best
 limit.  Candidates whose paired difference from the highest mean is not
-significant are marked ``indistinguishable``; ``--prefer smallest`` (the
+significant are marked ``indistinguishable`` (``--indifference 0.01`` also
+counts those within 1 % of the best mean); ``--prefer smallest`` (the
 default) reports the smallest of them (equal throughput, shorter phases),
 ``--prefer max`` the highest mean.  ``argmax_accept_limit`` is always the
 highest mean.
@@ -55,6 +56,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--prefer", default="smallest", choices=("smallest", "max"),
                    help="among limits indistinguishable from the best: the smallest (default) "
                    "or the highest mean")
+    p.add_argument("--indifference", default="0",
+                   help="indifference zone: limits whose mean is within this fraction of the best "
+                   "also count as equivalent (e.g. 0.01; default 0: statistics alone)")
     p.add_argument("--policy", default=None, help="tune this policy's parameters instead")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="fixed parameters of --policy (repeatable)")
@@ -84,11 +88,11 @@ def base_point(args: argparse.Namespace) -> dict[str, Any]:
 
 def search_static(
     point: Mapping[str, Any], candidates: list[float], prefer: str, replications: int,
-    jobs: int | None,
+    jobs: int | None, indifference: float = 0.0,
 ) -> dict[str, Any]:
     result = search_mod.best_of(
         point, "accept_limit", candidates, prefer="first" if prefer == "smallest" else "max",
-        replications=replications, jobs=jobs,
+        indifference=indifference, replications=replications, jobs=jobs,
     )  # fmt: skip
     return {
         "search": "static accept-limit",
@@ -98,6 +102,7 @@ def search_static(
         "argmax_accept_limit": result.argmax.value,
         "replications": result.replications,
         "prefer": prefer,
+        "indifference": indifference,
         "evaluated": [
             {"accept_limit": e.value, "reply_rate_per_s": e.mean, "ci95": list(e.ci95),
              "indistinguishable_from_best": e.indistinguishable, "values": list(e.values)}
@@ -149,7 +154,8 @@ def main(args: argparse.Namespace) -> int:
     jobs = parse_int("jobs", args.jobs) if args.jobs is not None else None
     if args.policy is None:
         candidates = [check_limit(c, "candidates") for c in args.candidates.split(",") if c]
-        out = search_static(point, candidates, args.prefer, replications, jobs)
+        indifference = parse_number("indifference", args.indifference)
+        out = search_static(point, candidates, args.prefer, replications, jobs, indifference)
     else:
         name = args.policy
         if name not in policies.POLICIES:
