@@ -273,6 +273,11 @@ class Host:
         has_select = getattr(self.server, "has_select", False)
         bound = self.bound
         static = isinstance(self.policy, policies.StaticLimit)
+        profile = client.rate_profile  # with one, the target is its mean over the window
+        target = (
+            config.rate_per_s if profile is None
+            else profile.mean_rate(config.warmup_s, config.duration_s)
+        )  # fmt: skip
         result: dict[str, Any] = {
             "server": config.server,
             "accept_limit": self.policy.limit if static else config.accept_limit,
@@ -282,9 +287,8 @@ class Host:
             "policy_params": _policy_params(self.policy),
             "rate_profile": config.rate_profile,
             "workload": config.workload,
-            "target_rate_per_s": config.rate_per_s,
-            "target_request_rate_per_s": config.rate_per_s
-            * self.workload.mean_requests_per_connection(),
+            "target_rate_per_s": target,
+            "target_request_rate_per_s": target * self.workload.mean_requests_per_connection(),
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,
