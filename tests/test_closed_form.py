@@ -19,7 +19,8 @@ from scipy import stats
 from models import RunConfig, simulate
 from models.costs import HostCosts
 
-ZERO = {row["name"]: 0.0 for row in HostCosts.describe()}
+# every cost zero (the int-valued cache sizes as ints)
+ZERO = {row["name"]: type(row["default"])(0) for row in HostCosts.describe()}
 
 
 def md1_response_time(rate: float, service: float, rtt: float) -> float:
