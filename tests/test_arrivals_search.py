@@ -181,3 +181,19 @@ def test_cli_errors_name_the_policy_and_parameter(capsys: pytest.CaptureFixture[
     assert len(err.splitlines()) == 1 and "policy.pid.kp" in err
     assert cli(["search", "--rate", "8000", "--policy", "nosuch"]) == 2
     assert cli(["run", "--rate", "8000", "--duration", "1", "--rate-profile", "step:1@x"]) == 2
+
+
+def test_compare_puts_each_policy_against_the_best_static_limit() -> None:
+    import pandas as pd
+
+    from acceptsim.commands.compare import compare
+
+    frame = pd.DataFrame({
+        "server": ["tux"] * 5, "rate_per_s": [20000.0] * 5, "rate_profile": [""] * 5,
+        "policy": ["static", "static", "static:limit=inf", "aimd", "aimd"],
+        "policy_params.limit": [1, 64, math.inf, None, None],
+        "reply_rate_per_s": [100.0, 110.0, 90.0, 99.0, 100.0],
+    })  # fmt: skip
+    table = compare(frame)
+    assert table.loc[0, "best_static"] == "static:limit=64"
+    assert table.loc[0, "aimd %"] == pytest.approx(100 * (99.5 / 110 - 1))
