@@ -151,7 +151,7 @@ def test_linked_sweep_keys_vary_fields_together(tmp_path: Any) -> None:
         scenario_mod.load(path)
 
 
-def test_cli_policies_run_and_search(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_policies_run_and_search(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
     assert cli(["policies", "--format", "json"]) == 0
     names = [p["name"] for p in json.loads(capsys.readouterr().out)]
     assert {"static", "queue-aware", "budget", "aimd", "hill-climb", "pid"} <= set(names)
@@ -161,7 +161,9 @@ def test_cli_policies_run_and_search(capsys: pytest.CaptureFixture[str]) -> None
     assert record["policy"] == "aimd:decrease=2" and record["policy_name"] == "aimd"
     assert record["policy_params"]["decrease"] == 2.0
     assert cli(["search", "--rate", "8000", "--duration", "0.5", "--candidates", "1,inf",
-                "--replications", "2", "--jobs", "1", "--format", "json"]) == 0
+                "--replications", "2", "--jobs", "1", "--format", "json",
+                "--plot", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").stat().st_size > 0
     out = json.loads(capsys.readouterr().out)
     assert {"best_accept_limit", "best_reply_rate_per_s", "ci95", "evaluated"} <= set(out)
     assert [e["accept_limit"] for e in out["evaluated"]] == [1, "inf"]

@@ -65,8 +65,38 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--tune", action="append", default=[], metavar="KEY=LOW:HIGH",
                    help="parameter of --policy to tune and its range (default: the policy's own)")
     p.add_argument("--max-evals", default="12", help="most parameter settings tried (default 12)")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="plot the searched curve (mean and 95%% CI per candidate) to this file")
     p.add_argument("--format", default="table", choices=("table", "json"))
     p.set_defaults(main=main)
+
+
+def plot_curve(out: dict[str, Any], path: str) -> None:
+    """Mean reply rate with its 95 % CI per evaluated accept-limit (inf drawn at the right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = out["evaluated"]
+    finite = [e["accept_limit"] for e in points if e["accept_limit"] != math.inf]
+    top = max(finite) * 2 if finite else 1
+    xs = [top if e["accept_limit"] == math.inf else e["accept_limit"] for e in points]
+    means = [e["reply_rate_per_s"] for e in points]
+    errs = [[m - e["ci95"][0] for m, e in zip(means, points, strict=True)],
+            [e["ci95"][1] - m for m, e in zip(means, points, strict=True)]]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.errorbar(xs, means, yerr=errs, marker="o", capsize=3)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [_fmt(e["accept_limit"]) for e in points])
+    ax.set_xlabel("accept-limit")
+    ax.set_ylabel("reply rate (1/s), mean and 95% CI")
+    run = out["run"]
+    ax.set_title(f"{run['server']}, {run['workload']}, {run['rate_per_s']:g}/s: "
+                 f"best {_fmt(out['best_accept_limit'])}")  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def base_point(args: argparse.Namespace) -> dict[str, Any]:
@@ -187,6 +217,8 @@ def main(args: argparse.Namespace) -> int:
         out = tune_policy(point, name, fixed, bounds, parse_int("max-evals", args.max_evals),
                           replications, jobs)  # fmt: skip
     out["run"] = point
+    if args.plot and "best_accept_limit" in out:
+        plot_curve(out, args.plot)
     if args.format == "json":
         print(json.dumps(json_safe(out), indent=2))
     else:
