@@ -7,10 +7,21 @@ import sys
 from collections.abc import Sequence
 
 from acceptsim import __version__
-from acceptsim.commands import bench, calibrate, measure, reproduce, run, sweep
+from acceptsim.commands import (
+    bench,
+    calibrate,
+    compare,
+    measure,
+    policies,
+    reproduce,
+    run,
+    search,
+    sweep,
+)
+from models.policies import PolicyError
 from sim.errors import ConfigError
 
-COMMANDS = [run, reproduce, sweep, bench, measure, calibrate]
+COMMANDS = [run, policies, search, compare, reproduce, sweep, bench, measure, calibrate]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.main(args) or 0)
-    except ConfigError as exc:
+    except (ConfigError, PolicyError) as exc:
         sys.stderr.write(f"acceptsim {args.command}: error: {exc}\n")
         return 2
     except KeyboardInterrupt:

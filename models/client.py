@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from models import arrivals
 from models.connection import SYN_RECV, Connection
 from models.workloads import Workload
 from sim.params import Params, param
@@ -61,6 +62,10 @@ class ClientParams(Params):
     timeout_s: float = param(10.0, unit="s", gt=0.0, doc="httperf --timeout, applied per step")
     rtt_s: float = param(
         100e-6, unit="s", gt=0.0, doc="round-trip time of the client-server LAN (gigabit, sub-ms)"
+    )
+    rate_profile: str = param(
+        "", unit="", doc="time-varying target rate (models.arrivals), e.g. "
+        "step:10000@0,30000@20; empty: the constant rate_per_s",
     )
     reply_rate_sample_s: float = param(
         5.0, unit="s", gt=0.0, doc="httperf's reply-rate sampling interval (min/avg/max/stddev)"
@@ -101,6 +106,12 @@ class Client:
             self._gap = streams.exponential("arrivals", mean_gap)
         else:
             self._gap = lambda: mean_gap
+        #: the time-varying target rate, if any (None: constant ``rate_per_s``)
+        self.rate_profile = arrivals.parse(params.rate_profile)
+        if self.rate_profile is not None:
+            self._gap = arrivals.thinned_gaps(
+                self.rate_profile, streams, lambda: env._now - self.owd, params.spacing
+            )
         self._next_id = 0
         self.live: dict[int, Connection] = {}
         # measurement window, set by the run before it starts
@@ -119,6 +130,9 @@ class Client:
         self._sample_s = params.reply_rate_sample_s
         self.wasted_replies = 0  # replies the server sent to a client that had gone
         self.syn_retransmits = 0
+        # over the whole run, warm-up included (what accept policies see)
+        self.replies_total = 0
+        self.timeouts_total = 0
         self.data_retransmits = 0
         # optional: replies received per interval over the whole run (warm-up detection)
         self.series: list[int] | None = None
@@ -220,6 +234,7 @@ class Client:
                 else:
                     env.call_at(fin_at, self.kernel.fin, conn)  # type: ignore[union-attr]
             return
+        self.replies_total += 1
         if self.series is not None:
             slot = int(received / self.series_interval_s)
             if slot < len(self.series):
@@ -261,6 +276,7 @@ class Client:
             if in_window:
                 self.completed += 1
         else:
+            self.timeouts_total += 1
             if in_window:
                 self.timed_out += 1
             if at >= self.window_start:

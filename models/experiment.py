@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from models import arrivals, policies
 from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
-from models.policies import StaticLimit
+from models.policies import BoundPolicy
 from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
 from models.servers.flash import SERVERS as FLASH_SERVERS
 from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
@@ -76,6 +77,18 @@ class RunConfig(Params):
     workload_file: str = param(
         "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
     )
+    policy: str = param(
+        "static", unit="", doc="accept policy (models.policies): NAME or NAME:key=value,...; "
+        "static uses accept_limit unless given limit=",
+    )
+    rate_profile: str = param(
+        "", unit="", doc="time-varying target rate (models.arrivals), e.g. step:10000@0,30000@20; "
+        "overrides rate_per_s; empty: constant rate_per_s",
+    )
+    timeseries_interval_s: float = param(
+        0.0, unit="s", ge=0.0, doc="if > 0, also report a time series (`timeseries`: reply "
+        "rate, queue lengths, the policy's accept-limit, ...) sampled at this interval; 0: off",
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, doc="idle persistent connections the clients open before "
         "the run and the server holds in its interest set (Chandra and Mosberger: 252 or 6,000)",
@@ -110,6 +123,8 @@ class RunConfig(Params):
             raise ConfigError("costs", self.costs, "a HostCosts parameter set")
         if not isinstance(self.kernel, KernelProfile):
             raise ConfigError("kernel", self.kernel, "a KernelProfile")
+        policies.policy_params(self.policy, self.accept_limit)  # unknown name/parameter: error
+        arrivals.parse(self.rate_profile)
         if self.workload == "wsesslog":
             if not self.workload_file:
                 raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
@@ -191,7 +206,9 @@ def resolve_kernel(value: Any, base: KernelProfile = LINUX_24) -> KernelProfile:
 class Host:
     """The model of one run, built from a :class:`RunConfig` and not yet run."""
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, policy: Any = None) -> None:
+        """``policy``: a policy object, or a zero-argument factory called here, used
+        instead of ``config.policy`` (see :mod:`models.policies`)."""
         self.config = config
         self.env = env = Environment()
         self.streams = streams = Streams(config.seed)
@@ -200,7 +217,8 @@ class Host:
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
-            rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s
+            rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s,
+            rate_profile=config.rate_profile,
         )
         self.client = Client(env, client_params, config.kernel, self.workload, streams)
         server_params = config.build_server_params()
@@ -208,10 +226,19 @@ class Host:
             env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
         )
         self.client.kernel = self.listen
-        self.policy = StaticLimit(config.accept_limit)
+        self.custom_policy = policy
+        if policy is None:
+            policy = policies.build(config.policy, config.accept_limit)
+        elif isinstance(policy, type) or (
+            callable(policy) and not hasattr(policy, "accept_limit")
+        ):
+            policy = policy()  # a class or factory: a fresh policy for this run
+        self.policy = policy
         self.server = server_cls(
-            env, self.cpu, self.listen, self.client, config.costs, server_params, self.policy
+            env, self.cpu, self.listen, self.client, config.costs, server_params, policy
         )
+        # what the server calls: the policy bound to a live view of this server
+        self.bound = self.server.policy = BoundPolicy(policy, self.server)
         if config.idle_connections:
             self.server.adopt_idle(config.idle_connections)
         self.client.window_start = config.warmup_s
@@ -219,6 +246,40 @@ class Host:
         if config.series_interval_s > 0:
             self.client.record_series(config.series_interval_s, config.duration_s)
         self._start: dict[str, Any] = {}
+        self.timeseries: dict[str, list[float]] | None = None
+        if config.timeseries_interval_s > 0:
+            self.timeseries = {k: [] for k in TIMESERIES_COLUMNS}
+            self._ts_last = (0, 0, 0, 0)
+            self._ts_call = env.call_in(config.timeseries_interval_s, self._sample)
+
+    def _sample(self, _: object) -> None:
+        """One row of the time series: rates over the interval just ended, queue
+        lengths and the policy's last decisions now."""
+        config = self.config
+        interval = config.timeseries_interval_s
+        env = self.env
+        view = self.bound.view
+        now = env._now
+        replies, drops, accepts, phases = (
+            view.replies, view.drops, view.accepts, view.accept_phases
+        )
+        last = self._ts_last
+        self._ts_last = (replies, drops, accepts, phases)
+        profile = self.client.rate_profile
+        target = config.rate_per_s if profile is None else profile.rate_at(now - interval / 2)
+        row = (
+            now, target, (replies - last[0]) / interval, (drops - last[1]) / interval,
+            (accepts - last[2]) / interval, (phases - last[3]) / interval,
+            view.accept_queue_len, view.syn_queue_len, view.work_queue_len,
+            view.open_connections, _finite_or_none(self.bound.last_limit),
+            _finite_or_none(self.bound.last_budget_s),
+        )  # fmt: skip
+        ts = self.timeseries
+        assert ts is not None
+        for key, value in zip(TIMESERIES_COLUMNS, row, strict=True):
+            ts[key].append(value)
+        if now + interval <= config.duration_s + 1e-9:
+            env.schedule_call(self._ts_call, interval)
 
     def _snapshot(self) -> dict[str, Any]:
         listen = self.listen
@@ -260,13 +321,24 @@ class Host:
         idle = 1.0 - sum(shares.values())
         shares["idle"] = 0.0 if abs(idle) < 1e-9 else idle  # float noise of summed costs
         has_select = getattr(self.server, "has_select", False)
+        bound = self.bound
+        static = isinstance(self.policy, policies.StaticLimit)
+        profile = client.rate_profile  # with one, the target is its mean over the window
+        target = (
+            config.rate_per_s if profile is None
+            else profile.mean_rate(config.warmup_s, config.duration_s)
+        )  # fmt: skip
         result: dict[str, Any] = {
             "server": config.server,
-            "accept_limit": config.accept_limit,
+            "accept_limit": self.policy.limit if static else config.accept_limit,
+            # the policy as configured (a spec), or a custom policy's name
+            "policy": config.policy if self.custom_policy is None else bound.name,
+            "policy_name": bound.name,
+            "policy_params": _policy_params(self.policy),
+            "rate_profile": config.rate_profile,
             "workload": config.workload,
-            "target_rate_per_s": config.rate_per_s,
-            "target_request_rate_per_s": config.rate_per_s
-            * self.workload.mean_requests_per_connection(),
+            "target_rate_per_s": target,
+            "target_request_rate_per_s": target * self.workload.mean_requests_per_connection(),
             "duration_s": config.duration_s,
             "warmup_s": config.warmup_s,
             "seed": config.seed,
@@ -276,6 +348,7 @@ class Host:
             "accept_rate_per_s": server["accepts"] / window,
             "accept_phases_per_s": server["accept_phases"] / window,
             "accepts_per_phase": ratio(server["accepts"], server["accept_phases"]),
+            "accept_phases_skipped": bound.skips,
             "drops_per_s": {k: v / window for k, v in drops.items()},
             "select_calls_per_s": server["select_calls"] / window if has_select else None,
             "conns_per_work_phase": ratio(server["conns_worked"], server["work_phases"]),
@@ -311,6 +384,8 @@ class Host:
         }
         if client.series is not None:
             result["replies_per_interval"] = list(client.series)
+        if self.timeseries is not None:
+            result["timeseries"] = self.timeseries
         if "busy_area" in server:
             result["threads_busy_mean"] = server["busy_area"] / window
         if hasattr(self.server, "result_extras"):  # a server's own measures (documented there)
@@ -318,13 +393,44 @@ class Host:
         return result
 
 
-def simulate(config: RunConfig | None = None, **overrides: Any) -> dict[str, Any]:
-    """Run one configuration and return its result record."""
+#: columns of a run's time series (``timeseries_interval_s > 0``)
+TIMESERIES_COLUMNS = (
+    "time_s", "target_rate_per_s", "reply_rate_per_s", "drops_per_s", "accept_rate_per_s",
+    "accept_phases_per_s", "accept_queue_len", "syn_queue_len", "work_queue_len",
+    "open_connections", "accept_limit", "work_budget_s",
+)  # fmt: skip
+
+
+def _finite_or_none(value: float) -> float | None:
+    """Time-series cells: no decision yet (nan) or inf (no bound) -> None."""
+    return value if value == value and value != math.inf else None
+
+
+def _policy_params(policy: Any) -> dict[str, Any]:
+    """A built-in policy's parameters (empty for a custom policy without ``p``)."""
+    if isinstance(policy, policies.StaticLimit):
+        return {"limit": policy.limit}
+    params = getattr(policy, "p", None)
+    return params.to_dict() if hasattr(params, "to_dict") else {}
+
+
+def simulate(
+    config: RunConfig | None = None, policy: Any = None, **overrides: Any
+) -> dict[str, Any]:
+    """Run one configuration and return its result record.
+
+    ``policy``: a built-in policy spec (a string, as ``RunConfig.policy``), or
+    any policy object (or zero-argument class/factory), which then replaces
+    ``config.policy`` for this run (:mod:`models.policies` states the contract).
+    """
+    if isinstance(policy, str):
+        overrides["policy"] = policy
+        policy = None
     if config is None:
         config = RunConfig.from_dict(overrides)
     elif overrides:
         config = RunConfig.from_dict(overrides, base=config)
-    return Host(config).run()
+    return Host(config, policy).run()
 
 
 def is_inf(value: float) -> bool:

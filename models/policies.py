@@ -1,27 +1,228 @@
-"""Accept policies: how many connections a server accepts in one accept phase.
+"""Accept policies: how a server divides its time between accepting and working.
 
-A server consults its policy at the start of every accept phase.  The policy
-sees the server (read-only by convention) and returns the most connections to
-accept consecutively in this phase: an integer >= 1, or ``math.inf`` to
-accept until the queue is empty.  The paper's accept-limit is the static
-policy :class:`StaticLimit`.
+The contract
+------------
+A server consults its policy at two decision points:
+
+``accept_limit(view) -> int | inf``
+    at the start of every accept phase (userver: after ``select()`` reported
+    the listening socket readable; TUX: before each work phase; Knot: when a
+    thread has no connection left): the most connections to accept
+    consecutively in this phase.  A whole number >= 0, or ``math.inf`` to
+    accept until the accept queue is empty.  **0 skips the phase**: nothing
+    is accepted and the phase is *not* counted as an accept phase, so the
+    paper's Equation 1 (accept rate = phases * accepts per phase / T) stays
+    exact and a policy can accept fewer than one connection per phase on
+    average.  A server with nothing else to do after a skip waits in its own
+    way (userver: one more ``select()``; TUX: sleeps ``skip_wait_s``; Knot:
+    the thread blocks on the listening socket until the next poll).
+
+``work_budget(view) -> seconds``  (optional)
+    at the start of every work phase: the phase ends at the first item
+    boundary after this much time; ``math.inf`` keeps the server's own rule
+    (userver: every connection select reported; TUX: until work_pending is
+    empty; Knot: until no thread is runnable).  Unfinished work stays queued
+    for a later phase.  A policy without this method never bounds a phase.
+
+``start(view)``  (optional)
+    once, when the run starts, before any decision: reset per-run state here.
+
+``view`` is the server's :class:`ServerView`, created once per server: its
+properties read the live state (queue lengths, open connections, the clock,
+cumulative counters); nothing is allocated per decision.  Counters are
+cumulative from the start of the run; a policy that wants rates keeps the
+previous value and differences it.  A policy must not change the server.
+
+Any object with an ``accept_limit`` method (and optionally ``work_budget``,
+``start`` and a ``name``) is a policy: subclass :class:`Policy` or write a
+duck-typed class.  Run it with ``simulate(config, policy=obj)`` (or a
+zero-argument class/factory, called once per run so that every run starts
+fresh).  The built-in ones are named in :data:`POLICIES` and run from a
+configuration with ``RunConfig(policy="aimd:decrease=0.7")`` or ``acceptsim
+run --policy aimd --policy-param decrease=0.7``.
+
+Errors: an unknown policy or parameter, or a parameter out of range, is a
+:class:`~sim.errors.ConfigError` naming the policy and the parameter (before
+anything runs); a decision that raises, or returns a negative, fractional or
+non-numeric value, stops the run with a :class:`PolicyError` naming the
+policy and the decision.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+import tomllib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sim.errors import ConfigError
+from sim.params import Params, param
+
+if TYPE_CHECKING:
+    from models.client import Client
+    from models.kernel import ListenSocket
+    from sim.engine import Environment
+
+INF = math.inf
 
 
-class AcceptPolicy(Protocol):
-    """The decision hook every server calls."""
+# -- errors -----------------------------------------------------------------------------------
+class PolicyError(RuntimeError):
+    """A policy's decision failed: it raised, or returned something not allowed."""
+
+    def __init__(self, policy: str, decision: str, detail: str) -> None:
+        self.policy = policy
+        self.decision = decision
+        self.detail = detail
+        super().__init__(f"policy {policy!r}, decision {decision}: {detail}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        return (type(self), (self.policy, self.decision, self.detail))
+
+
+# -- what a policy sees ----------------------------------------------------------------------
+class ServerState(Protocol):
+    """What a server exposes to its :class:`ServerView` (every server model has these)."""
 
     name: str
+    env: Environment
+    listen: ListenSocket
+    client: Client
+    open: int
+    accepts: int
+    accept_phases: int
 
-    def accept_limit(self, server: Any) -> float:
-        """Most connections to accept in the accept phase that is starting."""
+    @property
+    def work_queue_len(self) -> int:
+        """Work waiting for the server (userver: connections ready to serve; TUX:
+        work_pending; Knot: runnable threads)."""
+
+
+class ServerView:
+    """A read-only, live view of one server, its listen socket and its clients.
+
+    Created once per server; every property reads the current value.
+    Counters are cumulative since the start of the run.
+    """
+
+    __slots__ = ("_server", "_listen", "_client", "_env")
+
+    def __init__(self, server: ServerState) -> None:
+        self._server = server
+        self._listen = server.listen
+        self._client = server.client
+        self._env = server.env
+
+    # the clock and the server
+    @property
+    def now(self) -> float:
+        """Simulated time (s)."""
+        return self._env._now
+
+    @property
+    def server(self) -> str:
+        """Server architecture name (``userver``, ``tux``, ``knot``, ...)."""
+        return self._server.name
+
+    # queues
+    @property
+    def accept_queue_len(self) -> int:
+        """Completed connections waiting in the accept queue."""
+        return len(self._listen.accept_queue)
+
+    @property
+    def accept_queue_capacity(self) -> int:
+        """Most connections the accept queue holds (backlog + 1 on Linux)."""
+        return self._listen.backlog + 1
+
+    @property
+    def syn_queue_len(self) -> int:
+        """Half-open requests in the SYN queue."""
+        return self._listen.syn_len
+
+    @property
+    def syn_queue_capacity(self) -> int:
+        return self._listen.syn_capacity
+
+    @property
+    def work_queue_len(self) -> int:
+        """Work waiting for the server (see :class:`ServerState`)."""
+        return self._server.work_queue_len
+
+    @property
+    def open_connections(self) -> int:
+        return self._server.open
+
+    # cumulative counters
+    @property
+    def accepts(self) -> int:
+        return self._server.accepts
+
+    @property
+    def accept_phases(self) -> int:
+        return self._server.accept_phases
+
+    @property
+    def replies(self) -> int:
+        """Replies received by the clients in time (not wasted ones)."""
+        return self._client.replies_total
+
+    @property
+    def client_timeouts(self) -> int:
+        return self._client.timeouts_total
+
+    @property
+    def syn_q_full_drops(self) -> int:
+        return self._listen.syn_q_full
+
+    @property
+    def accept_q_full_drops(self) -> int:
+        return self._listen.accept_q_full
+
+    @property
+    def drop_request_drops(self) -> int:
+        return self._listen.drop_request
+
+    @property
+    def listen_overflows(self) -> int:
+        return self._listen.listen_overflow
+
+    @property
+    def drops(self) -> int:
+        """All SYN drops and ListenOverflows together."""
+        listen = self._listen
+        return (
+            listen.syn_q_full + listen.accept_q_full + listen.drop_request + listen.listen_overflow
+        )
+
+
+# -- the policy protocol -----------------------------------------------------------------------
+class AcceptPolicy(Protocol):
+    """The hook a server calls (see the module docstring for the contract)."""
+
+    def accept_limit(self, view: ServerView) -> float:
+        """Most connections to accept in the accept phase that is starting (0 skips it)."""
+
+
+class Policy:
+    """Convenient base class: no work-phase bound, nothing to reset.  Override
+    :meth:`accept_limit` (and optionally :meth:`work_budget`, :meth:`start`).
+
+    Built-in policies also declare ``Params`` (their parameter set) and ``TUNE``
+    (``{parameter: (low, high, log_scale)}``: what ``acceptsim search --policy``
+    tunes by default)."""
+
+    name = "custom"
+    TUNE: ClassVar[dict[str, tuple[float, float, bool]]] = {}
+
+    def start(self, view: ServerView) -> None:  # noqa: B027 (an optional hook)
+        """Called once at the start of a run."""
+
+    def accept_limit(self, view: ServerView) -> float:
+        raise NotImplementedError
+
+    def work_budget(self, view: ServerView) -> float:
+        return INF
 
 
 def check_limit(value: Any, field: str = "accept_limit") -> float:
@@ -43,16 +244,462 @@ def check_limit(value: Any, field: str = "accept_limit") -> float:
     return int(value)
 
 
-class StaticLimit:
+class Every:
+    """Helper for policies that act once per control interval: ``due(now)`` is
+    true once every ``interval_s`` seconds of simulated time."""
+
+    __slots__ = ("interval_s", "next_at")
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self.next_at = interval_s
+
+    def due(self, now: float) -> bool:
+        if now < self.next_at:
+            return False
+        # skip whole intervals that passed without a decision
+        self.next_at = now + self.interval_s - (now - self.next_at) % self.interval_s
+        return True
+
+
+# -- built-in policies -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class StaticParams(Params):
+    _prefix = "policy.static."
+    limit: int = param(
+        1, unit="connections", ge=1, allow_inf=True,
+        doc="accept-limit per phase (the paper's knob); defaults to the run's accept_limit",
+    )  # fmt: skip
+
+
+class StaticLimit(Policy):
     """Accept at most ``limit`` connections per phase, every phase (the paper's knob)."""
 
     name = "static"
+    Params = StaticParams
+    TUNE = {"limit": (1.0, 1024.0, True)}
 
-    def __init__(self, limit: float) -> None:
+    def __init__(self, limit: float | StaticParams = 1) -> None:
+        if isinstance(limit, StaticParams):
+            limit = limit.limit
         self.limit = check_limit(limit)
 
-    def accept_limit(self, server: Any) -> float:
+    def accept_limit(self, view: ServerView) -> float:
         return self.limit
 
     def __repr__(self) -> str:
         return f"StaticLimit({self.limit})"
+
+
+@dataclass(frozen=True)
+class QueueAwareParams(Params):
+    _prefix = "policy.queue-aware."
+    ratio: float = param(
+        1.0, unit="connections per queued work item", gt=0.0,
+        doc="accept about ratio * accept-queue length / work-queue length per phase: "
+        "the longer the work queue relative to the accept queue, the fewer accepts",
+    )  # fmt: skip
+    high_water: float = param(
+        0.75, unit="fraction of the accept queue", gt=0.0, le=1.0,
+        doc="at or above this occupancy, accept max_limit (avoid overflow drops)",
+    )  # fmt: skip
+    min_limit: int = param(
+        0, unit="connections", ge=0,
+        doc="least accepted in a phase below high water (0: a phase may be skipped)",
+    )  # fmt: skip
+    max_limit: int = param(
+        64, unit="connections", ge=1, allow_inf=True,
+        doc="most accepted in a phase (half the accept queue by default: draining all of it "
+        "makes long, cache-unfriendly phases for TUX and holds connections open in Knot)",
+    )  # fmt: skip
+
+
+class QueueAware(Policy):
+    """Decide from both queue lengths, as the paper's conclusion proposes.
+
+    With ``a`` connections in the accept queue and ``w`` items of work queued,
+    accept ``ceil(ratio * a / max(w, 1))`` (clamped to ``min_limit..max_limit``),
+    and ``max_limit`` once the accept queue reaches ``high_water`` of its
+    capacity.  With lots of queued work and a short accept queue this is 0: the
+    phase is skipped, so on average fewer than one connection per phase.
+    """
+
+    name = "queue-aware"
+    Params = QueueAwareParams
+    TUNE = {"ratio": (0.1, 10.0, True), "high_water": (0.2, 1.0, False)}
+
+    def __init__(self, params: QueueAwareParams | None = None) -> None:
+        self.p = params or QueueAwareParams()
+
+    def accept_limit(self, view: ServerView) -> float:
+        p = self.p
+        a = view.accept_queue_len
+        if a >= p.high_water * view.accept_queue_capacity:
+            return p.max_limit
+        w = view.work_queue_len
+        want = math.ceil(p.ratio * a / (w if w > 1 else 1))
+        return min(max(want, p.min_limit), p.max_limit)
+
+
+@dataclass(frozen=True)
+class BudgetParams(Params):
+    _prefix = "policy.budget."
+    work_budget_s: float = param(
+        0.01, unit="s", gt=0.0, allow_inf=True,
+        doc="longest work phase; the rest of the work waits for the next phase",
+    )  # fmt: skip
+    accept_limit: int = param(
+        16, unit="connections", ge=1, allow_inf=True, doc="accept-limit per phase"
+    )
+
+
+class PhaseBudget(Policy):
+    """Bound each work phase to ``work_budget_s`` and each accept phase to
+    ``accept_limit`` connections, so neither side waits long for the other."""
+
+    name = "budget"
+    Params = BudgetParams
+    TUNE = {"work_budget_s": (0.0005, 0.05, True), "accept_limit": (1.0, 256.0, True)}
+
+    def __init__(self, params: BudgetParams | None = None) -> None:
+        self.p = params or BudgetParams()
+
+    def accept_limit(self, view: ServerView) -> float:
+        return self.p.accept_limit
+
+    def work_budget(self, view: ServerView) -> float:
+        return self.p.work_budget_s
+
+
+@dataclass(frozen=True)
+class AimdParams(Params):
+    _prefix = "policy.aimd."
+    interval_s: float = param(0.1, unit="s", gt=0.0, doc="control interval")
+    initial: float = param(8.0, unit="connections", ge=1.0, doc="limit at the start of the run")
+    increase: float = param(
+        2.0, unit="factor", gt=1.0,
+        doc="multiply the limit by this after an interval with drops or overflows "
+        "(the accept queue overflowed: accept more per phase)",
+    )  # fmt: skip
+    decrease: float = param(
+        1.0, unit="connections", gt=0.0,
+        doc="subtract this from the limit after an interval without drops "
+        "(smaller batches: shorter phases, smaller cache footprint)",
+    )  # fmt: skip
+    min_limit: float = param(1.0, unit="connections", ge=1.0, doc="least limit")
+    max_limit: float = param(
+        64.0, unit="connections", ge=1.0, allow_inf=True,
+        doc="largest limit (half the accept queue: see queue-aware's max_limit)",
+    )  # fmt: skip
+
+
+class Aimd(Policy):
+    """AIMD on the accept-limit, driven by drops and overflows: every
+    ``interval_s``, a multiplicative increase if the interval saw any SYN drop
+    or ListenOverflow, else an additive decrease (the mirror image of TCP's
+    AIMD: here drops ask for *more* accepting)."""
+
+    name = "aimd"
+    Params = AimdParams
+    TUNE = {"increase": (1.1, 4.0, True), "decrease": (0.25, 16.0, True)}
+
+    def __init__(self, params: AimdParams | None = None) -> None:
+        self.p = params or AimdParams()
+        self.start_state()
+
+    def start_state(self) -> None:
+        self.limit = self.p.initial
+        self.every = Every(self.p.interval_s)
+        self.last_drops = 0
+
+    def start(self, view: ServerView) -> None:
+        self.start_state()
+
+    def accept_limit(self, view: ServerView) -> float:
+        p = self.p
+        if self.every.due(view.now):
+            drops = view.drops
+            if drops > self.last_drops:
+                self.limit = min(self.limit * p.increase, p.max_limit)
+            else:
+                self.limit = max(self.limit - p.decrease, p.min_limit)
+            self.last_drops = drops
+        return math.inf if math.isinf(self.limit) else int(self.limit)
+
+
+@dataclass(frozen=True)
+class HillClimbParams(Params):
+    _prefix = "policy.hill-climb."
+    interval_s: float = param(
+        0.5, unit="s", gt=0.0, doc="measurement epoch: reply rate is compared epoch to epoch"
+    )
+    initial: float = param(16.0, unit="connections", ge=1.0, doc="limit at the start")
+    step: float = param(
+        2.0, unit="factor", gt=1.0, doc="multiplicative step of the limit (log-scale climbing)"
+    )
+    tolerance: float = param(
+        0.01, unit="fraction", ge=0.0,
+        doc="an epoch counts as worse only if its reply rate drops by more than this fraction",
+    )  # fmt: skip
+    min_limit: float = param(1.0, unit="connections", ge=1.0, doc="least limit")
+    max_limit: float = param(
+        64.0, unit="connections", ge=1.0,
+        doc="largest limit (half the accept queue: see queue-aware's max_limit)",
+    )  # fmt: skip
+
+
+class HillClimb(Policy):
+    """Online hill-climbing of the accept-limit on the reply rate.
+
+    Every ``interval_s`` compare the epoch's replies with the previous epoch's;
+    keep moving the limit (by a factor ``step``) in the same direction while
+    the reply rate does not fall by more than ``tolerance``, reverse otherwise.
+    """
+
+    name = "hill-climb"
+    Params = HillClimbParams
+    TUNE = {"interval_s": (0.1, 2.0, True), "step": (1.2, 4.0, True)}
+
+    def __init__(self, params: HillClimbParams | None = None) -> None:
+        self.p = params or HillClimbParams()
+        self.start_state()
+
+    def start_state(self) -> None:
+        self.limit = self.p.initial
+        self.every = Every(self.p.interval_s)
+        self.direction = 1
+        self.last_replies = 0
+        self.last_rate = -1.0
+
+    def start(self, view: ServerView) -> None:
+        self.start_state()
+
+    def accept_limit(self, view: ServerView) -> float:
+        p = self.p
+        if self.every.due(view.now):
+            replies = view.replies
+            rate = replies - self.last_replies
+            self.last_replies = replies
+            if rate < self.last_rate * (1.0 - p.tolerance):
+                self.direction = -self.direction
+            self.last_rate = rate
+            factor = p.step if self.direction > 0 else 1.0 / p.step
+            limit = min(max(self.limit * factor, p.min_limit), p.max_limit)
+            if limit in (p.min_limit, p.max_limit):
+                self.direction = -1 if limit == p.max_limit else 1
+            self.limit = limit
+        return int(self.limit)
+
+
+@dataclass(frozen=True)
+class PidParams(Params):
+    _prefix = "policy.pid."
+    setpoint: float = param(
+        0.5, unit="fraction of the accept queue", ge=0.0, le=1.0,
+        doc="target accept-queue occupancy",
+    )  # fmt: skip
+    kp: float = param(64.0, unit="connections per unit occupancy", ge=0.0, doc="proportional gain")
+    ki: float = param(
+        20.0, unit="connections per unit occupancy per s", ge=0.0, doc="integral gain"
+    )
+    kd: float = param(0.0, unit="connections s per unit occupancy", ge=0.0, doc="derivative gain")
+    bias: float = param(1.0, unit="connections", ge=0.0, doc="limit at zero error")
+    min_limit: float = param(0.0, unit="connections", ge=0.0, doc="least limit (0: may skip)")
+    max_limit: float = param(
+        64.0, unit="connections", ge=1.0, doc="largest limit (also bounds the integral)"
+    )
+
+
+class Pid(Policy):
+    """A PID controller on accept-queue occupancy: the accept-limit is
+    ``bias + kp*e + ki*integral(e) + kd*de/dt`` with ``e`` the occupancy above
+    ``setpoint``; the integral is clamped so the limit stays in range
+    (anti-windup)."""
+
+    name = "pid"
+    Params = PidParams
+    TUNE = {"setpoint": (0.05, 0.95, False), "kp": (1.0, 512.0, True)}
+
+    def __init__(self, params: PidParams | None = None) -> None:
+        self.p = params or PidParams()
+        self.start_state()
+
+    def start_state(self) -> None:
+        self.integral = 0.0
+        self.last_error = 0.0
+        self.last_at = 0.0
+
+    def start(self, view: ServerView) -> None:
+        self.start_state()
+        self.last_at = view.now
+
+    def accept_limit(self, view: ServerView) -> float:
+        p = self.p
+        now = view.now
+        dt = now - self.last_at
+        error = view.accept_queue_len / view.accept_queue_capacity - p.setpoint
+        derivative = 0.0
+        if dt > 0:
+            if p.ki > 0:
+                self.integral += error * dt
+                bound = p.max_limit / p.ki
+                self.integral = min(max(self.integral, -bound), bound)
+            derivative = (error - self.last_error) / dt
+            self.last_error = error
+            self.last_at = now
+        out = p.bias + p.kp * error + p.ki * self.integral + p.kd * derivative
+        return int(round(min(max(out, p.min_limit), p.max_limit)))
+
+
+#: the built-in policies by name
+POLICIES: dict[str, Any] = {
+    cls.name: cls for cls in (StaticLimit, QueueAware, PhaseBudget, Aimd, HillClimb, Pid)
+}
+
+
+# -- building a policy from a configuration --------------------------------------------------
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"aimd:decrease=0.5,interval_s=0.2"`` -> ``("aimd", {"decrease": 0.5, ...})``."""
+    if not isinstance(spec, str):
+        raise ConfigError("policy", spec, "a policy name, optionally NAME:key=value,...")
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    if name not in POLICIES:
+        raise ConfigError("policy", name, "one of " + ", ".join(POLICIES))
+    values: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"policy.{name}", item, "key=value")
+        values[key.strip()] = parse_value(text.strip())
+    return name, values
+
+
+def parse_value(text: str) -> Any:
+    """A TOML value (number, boolean, quoted string), ``inf``, else the text itself."""
+    if text.lower() in ("inf", "infinity"):
+        return INF
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def format_spec(name: str, values: dict[str, Any]) -> str:
+    """The inverse of :func:`parse_spec` (for records and command lines)."""
+    if not values:
+        return name
+    items = ",".join(f"{k}={'inf' if v == INF else v}" for k, v in values.items())
+    return f"{name}:{items}"
+
+
+def policy_params(spec: str, accept_limit: float = 1) -> Params:
+    """The validated parameter set of a policy spec (unknown or out-of-range keys
+    raise a ConfigError naming the policy and the parameter)."""
+    name, values = parse_spec(spec)
+    params_cls = POLICIES[name].Params
+    if name == "static" and "limit" not in values:
+        values["limit"] = accept_limit
+    return params_cls.from_dict(values)
+
+
+def build(spec: str, accept_limit: float = 1) -> Any:
+    """A fresh built-in policy object for a spec."""
+    name, _ = parse_spec(spec)
+    return POLICIES[name](policy_params(spec, accept_limit))
+
+
+def describe() -> list[dict[str, Any]]:
+    """Every built-in policy: its name, summary and parameter table."""
+    out = []
+    for name, cls in POLICIES.items():
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+        out.append({"name": name, "doc": " ".join(doc.split()), "params": cls.Params.describe()})
+    return out
+
+
+# -- the server side: one bound policy per server --------------------------------------------
+class BoundPolicy:
+    """A policy bound to one server: what the server model calls.
+
+    It turns the user's policy into checked decisions: the view is built once,
+    every returned value is validated (:class:`PolicyError` otherwise), and the
+    last decisions are kept for time series (``last_limit``, ``last_budget_s``).
+    """
+
+    __slots__ = ("policy", "name", "view", "last_limit", "last_budget_s", "_budget", "skips")
+
+    def __init__(self, policy: Any, server: ServerState) -> None:
+        self.policy = policy
+        self.name = str(getattr(policy, "name", type(policy).__name__))
+        if not callable(getattr(policy, "accept_limit", None)):
+            raise ConfigError("policy", self.name, "an object with an accept_limit(view) method")
+        self.view = ServerView(server)
+        self.last_limit = math.nan
+        self.last_budget_s = INF
+        self._budget = getattr(policy, "work_budget", None)
+        self.skips = 0  # skipped accept phases
+        start = getattr(policy, "start", None)
+        if start is not None:
+            try:
+                start(self.view)
+            except Exception as exc:
+                raise PolicyError(self.name, "start", f"raised {exc!r}") from exc
+
+    def accept_limit(self, server: Any = None) -> float:
+        """The checked accept-limit for the phase that is starting (0 = skip it)."""
+        try:
+            value = self.policy.accept_limit(self.view)
+        except PolicyError:
+            raise
+        except Exception as exc:
+            raise PolicyError(self.name, "accept_limit", f"raised {exc!r}") from exc
+        if value.__class__ is not int:
+            value = self._check_limit(value)
+        elif value < 0:
+            raise PolicyError(self.name, "accept_limit", f"returned {value!r}; {_LIMIT_RULE}")
+        self.last_limit = value
+        if value == 0:
+            self.skips += 1
+        return value
+
+    def _check_limit(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:  # numpy scalars and the like
+                import numbers
+
+                if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                    value = float(value)
+                else:
+                    raise TypeError
+            except TypeError:
+                raise PolicyError(
+                    self.name, "accept_limit", f"returned {value!r}; {_LIMIT_RULE}"
+                ) from None
+        if math.isnan(value) or value < 0 or (value != INF and value != int(value)):
+            raise PolicyError(self.name, "accept_limit", f"returned {value!r}; {_LIMIT_RULE}")
+        return INF if value == INF else int(value)
+
+    def work_budget(self, server: Any = None) -> float:
+        """The checked time budget (s) of the work phase that is starting."""
+        if self._budget is None:
+            return INF
+        try:
+            value = self._budget(self.view)
+        except Exception as exc:
+            raise PolicyError(self.name, "work_budget", f"raised {exc!r}") from exc
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or math.isnan(value)
+            or value <= 0
+        ):
+            raise PolicyError(
+                self.name, "work_budget", f"returned {value!r}; must be a number of seconds > 0 "
+                "or inf",
+            )  # fmt: skip
+        self.last_budget_s = value
+        return value
+
+
+_LIMIT_RULE = "must be a whole number >= 0 (0 skips the accept phase) or inf"

@@ -9,12 +9,17 @@ A scenario file has no logic::
     [sweep]           # factorial expansion: every combination of these lists
     accept_limit = [1, 10, "inf"]
     rate_per_s = [10000, 15000, 20000]
+    "server+costs" = [["userver", "cluster1"], ["knot", "cluster2"]]  # linked fields
     [plot]            # what the figure shows
     x = "rate_per_s"
     y = ["reply_rate_per_s", "drops_per_s.total"]
     series = "accept_limit"
     [[expect]]        # published numbers to put beside the simulator's
     ...
+
+A sweep key naming several fields joined by ``+`` varies them together: each
+value is a list with one entry per field (so a server can come with its own
+parameter set without a factorial product).
 
 The engine only expands and validates the shape; the domain (models/) says
 which keys a run configuration accepts.
@@ -64,9 +69,17 @@ def expand(base: dict[str, Any], sweep: dict[str, list[Any]]) -> list[dict[str, 
     out = []
     for combo in itertools.product(*(sweep[k] for k in keys)):
         point = dict(base)
-        point.update(zip(keys, combo, strict=True))
+        for key, value in zip(keys, combo, strict=True):
+            if LINK in key:
+                point.update(zip(key.split(LINK), value, strict=True))
+            else:
+                point[key] = value
         out.append(point)
     return out
+
+
+#: joins the fields of a linked sweep key (``"server+costs"``)
+LINK = "+"
 
 
 def load(path: str | Path) -> Scenario:
@@ -85,6 +98,11 @@ def load(path: str | Path) -> Scenario:
     for key, values in sweep.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{path.name}: sweep.{key}", values, "a non-empty list")
+        parts = key.split(LINK)
+        if len(parts) > 1 and not all(isinstance(v, list) and len(v) == len(parts) for v in values):
+            raise ConfigError(
+                f"{path.name}: sweep.{key}", values, f"a list of {len(parts)}-element lists"
+            )
     return Scenario(
         name=data.get("name", path.stem),
         title=data.get("title", path.stem),

@@ -35,8 +35,8 @@ def available() -> dict[str, Path]:
 
 def select(names: list[str]) -> list[scenario_mod.Scenario]:
     known = available()
-    if not names:
-        return [scenario_mod.load(p) for p in known.values()]
+    if not names:  # the paper's figures: scenarios that name one (policy studies are run by name)
+        return [s for s in (scenario_mod.load(p) for p in known.values()) if s.figure]
     chosen = []
     for name in names:
         if name in known:

@@ -38,8 +38,41 @@ def add_parser(subparsers: Any) -> None:
                    "paper's) or linux-modern")
     p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
                    "file of cost (and [kernel]) parameters")
+    add_policy_arguments(p)
+    p.add_argument("--rate-profile", default="", help="time-varying rate, e.g. "
+                   "step:10000@0,30000@20, ramp:..., sine:mean=,amplitude=,period=, "
+                   "bursty:low=,high=,low_s=,high_s= (overrides --rate)")
+    p.add_argument("--timeseries", default=None, metavar="SECONDS",
+                   help="also report a time series sampled every SECONDS (reply rate, queues, "
+                   "the policy's accept-limit)")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="plot the time series to this file (implies --timeseries 0.5 unless given)")
     p.add_argument("--format", default="table", choices=("table", "json"))
     p.set_defaults(main=main)
+
+
+def add_policy_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", default=None,
+                   help="accept policy (see `acceptsim policies`; default: static --accept-limit)")
+    p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of --policy (repeatable)")
+
+
+def policy_spec(args: argparse.Namespace) -> str:
+    """``--policy NAME --policy-param k=v ...`` as a spec string (validated later)."""
+    if args.policy is None:
+        if args.policy_param:
+            raise ConfigError("--policy-param", args.policy_param[0], "only with --policy NAME")
+        return "static"
+    values = []
+    for item in args.policy_param:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--policy-param", item, "KEY=VALUE")
+        if "," in value or ":" in key:
+            raise ConfigError("--policy-param", item, "one KEY=VALUE per option")
+        values.append(f"{key.strip()}={value.strip()}")
+    return args.policy + (":" + ",".join(values) if values else "")
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -61,7 +94,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "idle_connections": parse_int("idle-connections", args.idle_connections),
         "server_params": parse_assignments("server-param", args.server_param),
         "workload_params": parse_assignments("workload-param", args.workload_param),
+        "policy": policy_spec(args),
+        "rate_profile": args.rate_profile,
     }
+    if args.timeseries is not None or args.plot:
+        interval = parse_number("timeseries", args.timeseries) if args.timeseries else 0.5
+        fields["timeseries_interval_s"] = interval
     if args.kernel is not None:
         fields["kernel"] = args.kernel
     if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
@@ -95,6 +133,10 @@ def parse_assignments(field: str, items: list[str]) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     result = simulate(config)
+    if args.plot:
+        from acceptsim.timeseries import plot_timeseries
+
+        plot_timeseries(result, args.plot)
     if args.format == "json":
         print(json.dumps(json_safe(result), indent=2))
     else:
@@ -103,6 +145,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def format_table(result: dict[str, Any]) -> str:
+    result = dict(result)
+    series = result.pop("timeseries", None)
     rows = flatten(json_safe(result))
     width = max(len(k) for k in rows)
     lines = []
@@ -110,4 +154,9 @@ def format_table(result: dict[str, Any]) -> str:
         if isinstance(value, float):
             value = f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
         lines.append(f"{key:<{width}}  {value}")
+    if series is not None:
+        import pandas as pd
+
+        lines.append("\ntime series:")
+        lines.append(pd.DataFrame(series).to_string(index=False, float_format="{:,.1f}".format))
     return "\n".join(lines)

@@ -399,7 +399,12 @@ class RtSignalServer(SelectServer):
             yield ACCEPT, p.rtsig_register_s * adds
             self.registered += adds
             self._accepts_registered = self.accepts
-        while not self.sigq and not self.ready and not self.overflow and not self.listen_ready():
+        while (
+            not self.sigq
+            and not self.ready
+            and not self.overflow
+            and (self.accept_skipped or not self.listen_ready())
+        ):
             self.blocking_calls += 1
             yield BLOCK
         if self.overflow:

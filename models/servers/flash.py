@@ -410,6 +410,11 @@ class MultiProcess(_FileServing):
     def process_memory(self, params: FlashParams) -> float:
         return params.workers * params.process_bytes
 
+    @property
+    def work_queue_len(self) -> int:
+        """Processes (threads) runnable, for an accept policy's view."""
+        return len(self.runq)
+
     # -- the kernel wakes blocked processes -------------------------------------------
     def _make_runnable(self, w: _Worker) -> None:
         self.runq.append(w)

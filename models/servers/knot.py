@@ -26,6 +26,13 @@ limit, i.e. inf), spawns a new thread for each
 (``knot_thread_create_s``), then yields to them; a new thread serves its
 connection and exits.
 
+Policy hooks (:mod:`models.policies`): a thread asks the policy for its
+accept-limit each time it has no connection left; 0 (or an empty queue) is
+not an accept phase, and the thread blocks on the listening socket until a
+poll wakes it.  A work phase is the run of runnable threads between two
+polls; the policy's work budget makes the scheduler poll again sooner.  The
+work queue a policy sees is the runnable threads.
+
 Threads blocked on the listening socket wait in a FIFO list; a poll that
 finds the accept queue non-empty wakes ``acceptor_wakeups`` of them.
 
@@ -54,6 +61,7 @@ if TYPE_CHECKING:
     from models.kernel import ListenSocket
     from sim.engine import Environment
 
+INF = float("inf")
 SCHEDULE = "schedule"
 ACCEPT = "accept"
 WORK = "work"
@@ -165,12 +173,21 @@ class Knot:
     def _listen_ready(self) -> bool:
         return bool(self.listen.accept_queue) and self.open < self.params.max_connections
 
+    @property
+    def work_queue_len(self) -> int:
+        """Runnable threads, and threads whose descriptor is ready for the next poll."""
+        return len(self.runq) + len(self.io_ready)
+
     def run(self):  # type: ignore[no-untyped-def]
         costs = self.costs
         runq = self.runq
+        env = self.env
+        ends_at = INF  # end of the current work phase (the policy's budget)
         while True:
-            if not runq:
-                if not self.io_ready and not (self.accept_waiters and self._listen_ready()):
+            if not runq or env._now >= ends_at:
+                if not runq and not self.io_ready and not (
+                    self.accept_waiters and self._listen_ready()
+                ):
                     yield BLOCK
                     continue
                 yield SCHEDULE, costs.knot_poll_base_s + costs.knot_poll_per_conn_s * self.open
@@ -184,6 +201,8 @@ class Knot:
                     waiters = self.accept_waiters
                     for _ in range(min(self.params.acceptor_wakeups, len(waiters))):
                         runq.append(waiters.popleft())
+                # a work phase: the runnable threads run until none is left or the budget ends
+                ends_at = env._now + self.policy.work_budget(self)
                 continue
             th = runq.popleft()
             yield SCHEDULE, costs.knot_thread_switch_s

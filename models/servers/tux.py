@@ -18,6 +18,12 @@ phase.  As in TUX's source (``add_tux_atom``/``__add_req_to_workqueue``),
 ``work_pending`` is filled at its head, LIFO (``work_order = "fifo"`` fills
 it at its tail, for comparison).
 
+Policy hooks (:mod:`models.policies`): the accept-limit is asked before each
+phase when the accept queue is non-empty (0 skips the accept phase: not
+counted; with no work pending TUX then sleeps ``skip_wait_s``); a work phase
+ends early when the policy's work budget is spent, the rest staying on
+work_pending.  The work queue a policy sees is work_pending.
+
 What large batches cost
 -----------------------
 With equal per-item costs at every batch size TUX has the same capacity at
@@ -72,6 +78,11 @@ class TuxParams(Params):
         choices=("lifo", "fifo"),
         doc="where work_pending is filled: at its head (lifo, TUX's source) or tail (fifo)",
     )
+    skip_wait_s: float = param(
+        50e-6, unit="s", gt=0.0,
+        doc="after its policy skipped an accept phase with no work pending, TUX sleeps this "
+        "long (or until work arrives) before asking again",
+    )  # fmt: skip
 
 
 class _TuxConn:
@@ -168,30 +179,38 @@ class Tux:
         client = self.client
         pending = self.work_pending
         per_byte = costs.send_per_byte_s
+        env = self.env
         while True:
             if not pending and not self.listen_ready():
                 yield BLOCK
                 continue
             self._phase += 1
             self._touched = 0
-            # 1. accept
+            # 1. accept (the policy may skip the phase: a limit of 0)
             if self.listen_ready():
                 limit = self.policy.accept_limit(self)
-                accepted = 0
-                while accepted < limit and self.open < self.params.max_connections:
-                    conn = listen.accept()
-                    if conn is None:
-                        break
-                    conn.server = _TuxConn()
-                    yield ACCEPT, costs.tux_accept_s + self._touch(conn)
-                    accepted += 1
-                    self._opened(conn)
-                self.accept_phases += 1
-                self.accepts += accepted
-            # 2. work: every item, including those queued while the phase runs
+                if limit:
+                    accepted = 0
+                    while accepted < limit and self.open < self.params.max_connections:
+                        conn = listen.accept()
+                        if conn is None:
+                            break
+                        conn.server = _TuxConn()
+                        yield ACCEPT, costs.tux_accept_s + self._touch(conn)
+                        accepted += 1
+                        self._opened(conn)
+                    self.accept_phases += 1
+                    self.accepts += accepted
+                elif not pending:
+                    self.env.call_in(self.params.skip_wait_s, self._wake)
+                    yield BLOCK
+                    continue
+            # 2. work: every item, including those queued while the phase runs,
+            #    unless the policy's time budget for the phase runs out first
             if pending:
+                ends_at = env._now + self.policy.work_budget(self)
                 items = 0
-                while pending:
+                while pending and env._now < ends_at:
                     conn = pending.popleft()
                     conn.ready = False
                     items += 1
@@ -215,6 +234,15 @@ class Tux:
                         self._closed(conn)
                 self.work_phases += 1
                 self.items_worked += items
+
+    def _wake(self, _: object) -> None:
+        if self.cpu.blocked:
+            self.cpu.wake()
+
+    @property
+    def work_queue_len(self) -> int:
+        """Items on work_pending."""
+        return len(self.work_pending)
 
     def _opened(self, conn: Connection) -> None:
         self._account_open()

@@ -195,6 +195,7 @@ class TwoClass:
         self.policy = policy
         self.link = Link(env, params.link_bytes_per_s)
         self.fg = _Socket(listen, self)
+        self.listen = listen  # the foreground socket: what an accept policy sees
         self.runq_fg: deque[_Worker] = deque()
         self.runq_bg = deque() if params.bg_low_priority else self.runq_fg
         self.fg.waiters.extend(_Worker(False) for _ in range(params.workers))
@@ -225,6 +226,12 @@ class TwoClass:
         self.bg_requests = 0
         self._open_sum = 0.0
         cpu.start(self.run())
+
+    @property
+    def work_queue_len(self) -> int:
+        """Workers runnable (both classes), for an accept policy's view."""
+        bg = len(self.runq_bg) if self.runq_bg is not self.runq_fg else 0
+        return len(self.runq_fg) + bg
 
     def _start_background(self, _: Any) -> None:
         bg = self.bg_client

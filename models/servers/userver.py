@@ -14,6 +14,13 @@ It repeats three phases (the paper, section 3):
    in the phase just before are *not* served until a later select reports
    them.
 
+Policy hooks (:mod:`models.policies`): the accept-limit is asked at each
+accept phase (0 skips it: not counted as a phase; with nothing else to do
+the server just selects again); a work phase ends early when the policy's
+work budget is spent, and the connections not yet served stay ready for the
+next ``select()``.  The work queue a policy sees is the connections reported
+ready and not yet served.
+
 Chandra and Mosberger's "multi-accept" select server is this model with
 accept-limit inf; their plain select server is accept-limit 1.
 """
@@ -38,6 +45,7 @@ GETEVENTS = "getevents"
 ACCEPT = "accept"
 WORK = "work"
 CATEGORIES = (GETEVENTS, ACCEPT, WORK)
+_EMPTY: list[Connection] = []
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,10 @@ class Userver:
         self.params = params
         self.policy = policy
         self.ready: list[Connection] = []  # readable connections, in the order they became so
+        self._batch: list[Connection] = _EMPTY  # reported by the last select, being served
+        #: the policy skipped the last accept phase (an edge-triggered dispatch
+        #: mechanism then waits for a new event rather than report the queue again)
+        self.accept_skipped = False
         self.open = 0
         # counters (cumulative)
         self.select_calls = 0
@@ -125,6 +137,10 @@ class Userver:
     def opened(self) -> float:
         """Extra CPU per accepted connection beyond ``accept()`` (none for select)."""
         return 0.0
+    @property
+    def work_queue_len(self) -> int:
+        """Connections select() reported ready and not yet served, plus those ready since."""
+        return len(self._batch) + len(self.ready)
 
     def run(self):  # type: ignore[no-untyped-def]
         costs = self.costs
@@ -132,32 +148,43 @@ class Userver:
         accept_queue = listen.accept_queue
         max_open = self.params.max_connections
         client = self.client
+        env = self.env
         while True:
             # 1. getevents
-            ready = yield from self.getevents()
-            # 2. accept
+            ready = self._batch = yield from self.getevents()
+            # 2. accept (the policy may skip the phase: a limit of 0)
             if accept_queue and self.open < max_open:
                 limit = self.policy.accept_limit(self)
-                accepted = 0
-                while accepted < limit and self.open < max_open:
-                    conn = listen.accept()
-                    if conn is None:
-                        yield ACCEPT, costs.accept_empty_s
-                        break
-                    yield ACCEPT, costs.accept_s + self.opened()
-                    accepted += 1
-                    self.open += 1
-                    self._open_sum -= self.env._now
-                    if conn.pending or conn.eof:
-                        self.readable(conn)
-                self.accept_phases += 1
-                self.accepts += accepted
-            # 3. work
+                self.accept_skipped = not limit
+                if limit:
+                    accepted = 0
+                    while accepted < limit and self.open < max_open:
+                        conn = listen.accept()
+                        if conn is None:
+                            yield ACCEPT, costs.accept_empty_s
+                            break
+                        yield ACCEPT, costs.accept_s + self.opened()
+                        accepted += 1
+                        self.open += 1
+                        self._open_sum -= env._now
+                        if conn.pending or conn.eof:
+                            self.readable(conn)
+                    self.accept_phases += 1
+                    self.accepts += accepted
+            # 3. work, until done or the policy's time budget for the phase is spent
             if ready:
-                for conn in ready:
+                ends_at = env._now + self.policy.work_budget(self)
+                n = len(ready)
+                i = 0
+                while i < n:
+                    if env._now >= ends_at:  # the rest stays ready for the next select()
+                        self.ready[:0] = ready[i:]
+                        break
+                    conn = ready[i]
+                    i += 1
                     conn.ready = False
                     if conn.pending:
-                        if not conn.eof and self.env._now >= conn.deadline + client.owd:
+                        if not conn.eof and env._now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
                         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
@@ -167,10 +194,11 @@ class Userver:
                     elif conn.eof:
                         yield WORK, costs.close_s
                         self.open -= 1
-                        self._open_sum += self.env._now
+                        self._open_sum += env._now
                         conn.state = CLOSED
                 self.work_phases += 1
-                self.conns_worked += len(ready)
+                self.conns_worked += i
+                self._batch = _EMPTY
 
     def counters(self) -> dict[str, float]:
         """Cumulative counters; the run takes differences over its window."""

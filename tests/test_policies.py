@@ -1,0 +1,243 @@
+"""The accept-policy API: contract, validation, built-in policies."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models import policies
+from models.experiment import RunConfig, simulate
+from models.policies import POLICIES, Policy, PolicyError, ServerView
+from sim.errors import ConfigError
+
+SHORT = {"duration_s": 1.5, "warmup_s": 0.0, "rate_per_s": 20000.0}
+
+
+def short(**fields: object) -> RunConfig:
+    return RunConfig.from_dict({**SHORT, **fields})
+
+
+class Sequence(Policy):
+    """Returns the given limits in turn (a scripted policy)."""
+
+    name = "scripted"
+
+    def __init__(self, limits: list[float]) -> None:
+        self.limits = limits
+        self.calls = 0
+        self.seen: list[tuple[int, int]] = []
+
+    def accept_limit(self, view: ServerView) -> float:
+        self.seen.append((view.accept_queue_len, view.work_queue_len))
+        limit = self.limits[self.calls % len(self.limits)]
+        self.calls += 1
+        return limit
+
+
+def equation_1_holds(r: dict) -> bool:
+    window = r["duration_s"] - r["warmup_s"]
+    if r["accepts_per_phase"] is None:
+        return r["accept_rate_per_s"] == 0
+    lhs = r["accept_rate_per_s"] * window
+    rhs = r["accept_phases_per_s"] * window * r["accepts_per_phase"]
+    return math.isclose(lhs, rhs, rel_tol=1e-9)
+
+
+def test_static_policy_spec_is_the_accept_limit_field() -> None:
+    a = simulate(short(accept_limit=10))
+    b = simulate(short(policy="static:limit=10"))
+    assert a["reply_rate_per_s"] == b["reply_rate_per_s"]
+    assert a["accept_limit"] == b["accept_limit"] == 10
+    assert b["policy"] == "static:limit=10" and b["policy_name"] == "static"
+    assert b["policy_params"] == {"limit": 10}
+
+
+def test_a_skipped_phase_is_not_an_accept_phase_and_equation_1_stays_exact() -> None:
+    policy = Sequence([0, 0, 0, 1])
+    r = simulate(short(), policy=policy)
+    assert r["accept_phases_skipped"] > 0
+    assert r["accepts_per_phase"] <= 1.0
+    assert equation_1_holds(r)
+    # fewer than one connection per decision on average
+    decisions = r["accept_phases_per_s"] * SHORT["duration_s"] + r["accept_phases_skipped"]
+    assert r["accept_rate_per_s"] * SHORT["duration_s"] / decisions < 1.0
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2, 5, math.inf]), min_size=1, max_size=6))
+def test_any_scripted_policy_keeps_equation_1_and_its_limits(limits: list[float]) -> None:
+    if not any(limits):
+        limits = [*limits, 1]
+    r = simulate(short(duration_s=0.6, rate_per_s=15000.0), policy=Sequence(limits))
+    assert equation_1_holds(r)
+    if r["accepts_per_phase"] is not None:
+        assert r["accepts_per_phase"] <= max(limits)
+    assert r["queues"]["accept_queue_max"] <= r["queues"]["accept_queue_capacity"]
+
+
+def test_the_view_reads_live_state() -> None:
+    policy = Sequence([1])
+    simulate(short(rate_per_s=26000.0), policy=policy)
+    assert max(a for a, _ in policy.seen) > 1  # the accept queue builds up under overload
+    assert all(a >= 1 for a, _ in policy.seen)  # the userver asks only when it is readable
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [(-1, "returned -1"), (2.5, "returned 2.5"), ("3", "returned '3'"), (None, "returned None")],
+)
+def test_a_bad_decision_is_a_policy_error_naming_policy_and_decision(
+    value: object, fragment: str
+) -> None:
+    class Bad:
+        name = "bad"
+
+        def accept_limit(self, view: ServerView) -> object:
+            return value
+
+    with pytest.raises(PolicyError) as info:
+        simulate(short(), policy=Bad())
+    text = str(info.value)
+    assert "'bad'" in text and "accept_limit" in text and fragment in text
+
+
+def test_a_policy_that_raises_is_a_policy_error() -> None:
+    class Raises(Policy):
+        name = "raises"
+
+        def accept_limit(self, view: ServerView) -> float:
+            raise ZeroDivisionError("oops")
+
+    with pytest.raises(PolicyError, match="'raises', decision accept_limit: raised"):
+        simulate(short(), policy=Raises())
+    error = PolicyError("p", "work_budget", "x")
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)
+
+
+def test_a_bad_work_budget_is_a_policy_error() -> None:
+    class BadBudget(Policy):
+        name = "bb"
+
+        def accept_limit(self, view: ServerView) -> float:
+            return 1
+
+        def work_budget(self, view: ServerView) -> float:
+            return -0.1
+
+    with pytest.raises(PolicyError, match="'bb', decision work_budget"):
+        simulate(short(), policy=BadBudget())
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ("nosuch", "policy"),
+        ("aimd:nosuch=1", "policy.aimd.nosuch"),
+        ("pid:setpoint=1.5", "policy.pid.setpoint"),
+        ("hill-climb:step=1", "policy.hill-climb.step"),
+        ("static:limit=0", "policy.static.limit"),
+        ("aimd:increase", "policy.aimd"),
+    ],
+)
+def test_bad_policy_configuration_is_a_config_error_before_running(spec: str, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        RunConfig(policy=spec)
+    assert info.value.field == field
+
+
+def test_a_duck_typed_policy_class_is_instantiated_per_run() -> None:
+    class Halves:  # no base class, no work_budget, no start
+        name = "halves"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def accept_limit(self, view: ServerView) -> int:
+            self.calls += 1
+            return max(1, view.accept_queue_len // 2)
+
+    a = simulate(short(), policy=Halves)
+    b = simulate(short(), policy=Halves)
+    assert a["reply_rate_per_s"] == b["reply_rate_per_s"] > 0
+    assert a["policy"] == a["policy_name"] == "halves"
+
+
+@pytest.mark.parametrize("name", [n for n in POLICIES if n != "static"])
+def test_every_built_in_policy_runs_deterministically(name: str) -> None:
+    config = short(policy=name, duration_s=1.0, timeseries_interval_s=0.25)
+    a, b = simulate(config), simulate(config)
+    assert a["reply_rate_per_s"] == b["reply_rate_per_s"] > 0
+    assert a["policy"] == name
+    assert a["policy_params"] == POLICIES[name].Params().to_dict()
+    assert equation_1_holds(a)
+    assert len(a["timeseries"]["time_s"]) == 4
+
+
+def test_a_work_budget_shortens_work_phases() -> None:
+    free = simulate(short(rate_per_s=24000.0, accept_limit=math.inf))
+    bounded = simulate(short(rate_per_s=24000.0, policy="budget:work_budget_s=0.0002,"
+                             "accept_limit=inf"))  # fmt: skip
+    assert bounded["conns_per_work_phase"] < free["conns_per_work_phase"]
+
+
+def test_queue_aware_decides_from_both_queues() -> None:
+    p = policies.QueueAware(policies.QueueAwareParams(ratio=1.0, high_water=0.5))
+
+    class View:
+        accept_queue_capacity = 129
+
+        def __init__(self, a: int, w: int) -> None:
+            self.accept_queue_len, self.work_queue_len = a, w
+
+    assert p.accept_limit(View(2, 10)) == 1
+    assert p.accept_limit(View(1, 10)) == 1
+    assert p.accept_limit(View(0, 10)) == 0  # nothing waiting: skip
+    assert p.accept_limit(View(20, 4)) == 5
+    assert p.accept_limit(View(65, 4)) == 64  # above high water: max_limit
+
+
+def test_policies_describe_their_parameters() -> None:
+    rows = policies.describe()
+    assert [r["name"] for r in rows] == list(POLICIES)
+    for row in rows:
+        assert row["doc"]
+        for prm in row["params"]:
+            assert prm["doc"] and "allowed" in prm
+        for key in POLICIES[row["name"]].TUNE:
+            assert key in {p["name"] for p in row["params"]}
+
+
+class SkipsAndBudget(Sequence):
+    def work_budget(self, view: ServerView) -> float:
+        return 0.0005
+
+
+@pytest.mark.parametrize(("server", "costs"), [("tux", "cluster1"), ("knot", "cluster2")])
+def test_every_server_honours_skips_and_budgets(server: str, costs: str) -> None:
+    policy = SkipsAndBudget([0, 3, 0, math.inf])
+    r = simulate(short(server=server, costs=costs, duration_s=1.0), policy=policy)
+    assert r["accept_phases_skipped"] > 0
+    assert r["reply_rate_per_s"] > 0
+    assert equation_1_holds(r)
+    assert all(a >= 0 and w >= 0 for a, w in policy.seen)
+
+
+def test_a_policy_that_always_skips_starves_tux_without_hanging() -> None:
+    r = simulate(short(server="tux", duration_s=0.3), policy=Sequence([0]))
+    assert r["accept_rate_per_s"] == 0 and r["accept_phases_per_s"] == 0
+    assert r["accept_phases_skipped"] > 0
+
+
+def test_the_readme_policy_example_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in text.split("```python")[1:] if "HalfTheQueue" in b)
+    code = block.split("```")[0].replace("duration_s=2", "duration_s=0.5")
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["result"]["policy"] == "half-the-queue"
