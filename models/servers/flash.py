@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.connection import CLOSED, Connection
 from models.filecache import DiskParams, Storage
+from models.servers.base import Server
 from models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
 from sim.cpu import BLOCK
 from sim.errors import ConfigError
@@ -364,7 +365,7 @@ class _Worker:
         self.file_read = False  # the current request's file has just come from disk
 
 
-class MultiProcess(_FileServing):
+class MultiProcess(_FileServing, Server):
     """MP: a pool of processes with blocking I/O, scheduled by the kernel on one CPU."""
 
     name = "flash-mp"
@@ -381,13 +382,7 @@ class MultiProcess(_FileServing):
         params: FlashParams,
         policy: AcceptPolicy,
     ) -> None:
-        self.env = env
-        self.cpu = cpu
-        self.listen = listen
-        self.client = client
-        self.costs = costs
-        self.params = params
-        self.policy = policy
+        super().__init__(env, cpu, listen, client, costs, params, policy)
         self._setup_files(params, env, client)
         if self.shared_cache:
             self.switch_s = params.thread_switch_s
@@ -397,15 +392,11 @@ class MultiProcess(_FileServing):
             self.lock_s = 0.0
         self.runq: deque[_Worker] = deque()
         self.accept_waiters: deque[_Worker] = deque(_Worker() for _ in range(params.workers))
-        self.open = 0
         self.switches = 0
-        self.accept_phases = 0
-        self.accepts = 0
         self.requests = 0
         self._open_sum = 0.0
-        listen.app = self
         listen.on_queued = self._connection_queued
-        cpu.start(self.run())
+        self.start()
 
     def process_memory(self, params: FlashParams) -> float:
         return params.workers * params.process_bytes

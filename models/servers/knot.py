@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
+from models.servers.base import Server
 from sim.cpu import BLOCK, Cpu
 from sim.params import Params, param
 
@@ -99,7 +100,7 @@ class _Thread:
         self.acceptor = acceptor  # Knot-A's per-connection threads are not
 
 
-class Knot:
+class Knot(Server):
     """Knot-C: a fixed pool of threads, each accepting up to accept-limit connections."""
 
     name = "knot"
@@ -116,32 +117,22 @@ class Knot:
         params: KnotParams,
         policy: AcceptPolicy,
     ) -> None:
-        self.env = env
-        self.cpu = cpu
-        self.listen = listen
-        self.client = client
-        self.costs = costs
-        self.params = params
-        self.policy = policy
+        super().__init__(env, cpu, listen, client, costs, params, policy)
         self.runq: deque[_Thread] = deque()  # runnable threads
         self.io_ready: list[_Thread] = []  # their descriptor is ready; the next poll sees it
         self.accept_waiters: deque[_Thread] = deque()  # blocked on the listening socket
-        self.open = 0
         self.threads = 0  # threads in existence
         self.busy = 0  # threads holding at least one connection
         self.max_threads = 0
         # counters (cumulative)
         self.polls = 0
         self.switches = 0
-        self.accept_phases = 0
-        self.accepts = 0
         self.requests = 0
         self._open_area = 0.0
         self._busy_area = 0.0
         self._since = env.now
         self._make_threads()
-        listen.app = self
-        cpu.start(self.run())
+        self.start()
 
     def _make_threads(self) -> None:
         for _ in range(self.params.threads):
@@ -157,10 +148,6 @@ class Knot:
         return th
 
     # -- what the kernel tells the server ---------------------------------------------
-    def accept_ready(self) -> None:
-        if self.cpu.blocked:
-            self.cpu.wake()
-
     def readable(self, conn: Connection) -> None:
         th = conn.server
         if th is not None and not conn.ready:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
+from models.servers.base import Server
 from sim.cpu import BLOCK, Cpu
 from sim.params import Params, param
 
@@ -95,7 +96,7 @@ class _TuxConn:
         self.phase = -1  # the last phase that touched this connection
 
 
-class Tux:
+class Tux(Server):
     """The kernel-mode TUX server; runs as the task of the host's CPU."""
 
     name = "tux"
@@ -111,17 +112,10 @@ class Tux:
         params: TuxParams,
         policy: AcceptPolicy,
     ) -> None:
-        self.env = env
-        self.cpu = cpu
-        self.listen = listen
-        self.client = client
-        self.costs = costs
-        self.params = params
-        self.policy = policy
+        super().__init__(env, cpu, listen, client, costs, params, policy)
         self.work_pending: deque[Connection] = deque()
         queue = self.work_pending
         self._push = queue.appendleft if params.work_order == "lifo" else queue.append
-        self.open = 0
         self._phase = 0
         self._touched = 0  # distinct connections touched in the current phase
         self._cache_conns = (
@@ -130,21 +124,14 @@ class Tux:
             else float("inf")
         )
         # counters (cumulative)
-        self.accept_phases = 0
-        self.accepts = 0
         self.work_phases = 0
         self.items_worked = 0
         self.max_work_pending = 0
         self._open_area = 0.0
         self._open_since = env.now
-        listen.app = self
-        cpu.start(self.run())
+        self.start()
 
     # -- what the kernel tells the server ---------------------------------------------
-    def accept_ready(self) -> None:
-        if self.cpu.blocked:
-            self.cpu.wake()
-
     def readable(self, conn: Connection) -> None:
         if not conn.ready:
             self._enqueue(conn)

@@ -42,6 +42,7 @@ from models.client import Client, ClientParams
 from models.connection import CLOSED, Connection
 from models.kernel import ListenSocket
 from models.link import Link
+from models.servers.base import Server
 from sim.cpu import BLOCK
 from sim.params import Params, param
 from sim.results import summary_ms
@@ -171,7 +172,7 @@ class _Socket:
             self.server.make_runnable(self.waiters.popleft())
 
 
-class TwoClass:
+class TwoClass(Server):
     """Foreground and background classes with Eggert and Heidemann's mechanisms."""
 
     name = "twoclass"
@@ -187,15 +188,10 @@ class TwoClass:
         params: TwoClassParams,
         policy: AcceptPolicy,
     ) -> None:
-        self.env = env
-        self.cpu = cpu
-        self.client = client
-        self.costs = costs
-        self.params = params
-        self.policy = policy
+        # the listen socket of the base is the foreground's: what an accept policy sees
+        super().__init__(env, cpu, listen, client, costs, params, policy)
         self.link = Link(env, params.link_bytes_per_s)
         self.fg = _Socket(listen, self)
-        self.listen = listen  # the foreground socket: what an accept policy sees
         self.runq_fg: deque[_Worker] = deque()
         self.runq_bg = deque() if params.bg_low_priority else self.runq_fg
         self.fg.waiters.extend(_Worker(False) for _ in range(params.workers))
@@ -218,10 +214,7 @@ class TwoClass:
             self.bg = _Socket(bg_listen, self)
             self.bg.waiters.extend(_Worker(True) for _ in range(params.bg_workers))
             env.call_in(0.0, self._start_background)
-        self.open = 0
         self.switches = 0
-        self.accept_phases = 0
-        self.accepts = 0
         self.requests = 0
         self.bg_requests = 0
         self._open_sum = 0.0

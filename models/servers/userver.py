@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
+from models.servers.base import Server
 from sim.cpu import BLOCK, Cpu
 from sim.params import Params, param
 
@@ -58,7 +59,7 @@ class UserverParams(Params):
     backlog: int = param(128, unit="connections", ge=1, doc="listen() backlog the server asks for")
 
 
-class Userver:
+class Userver(Server):
     """The event-driven userver; runs as the task of the host's CPU."""
 
     name = "userver"
@@ -74,36 +75,22 @@ class Userver:
         params: UserverParams,
         policy: AcceptPolicy,
     ) -> None:
-        self.env = env
-        self.cpu = cpu
-        self.listen = listen
-        self.client = client
-        self.costs = costs
-        self.params = params
-        self.policy = policy
+        super().__init__(env, cpu, listen, client, costs, params, policy)
         self.ready: list[Connection] = []  # readable connections, in the order they became so
         self._batch: list[Connection] = _EMPTY  # reported by the last select, being served
         #: the policy skipped the last accept phase (an edge-triggered dispatch
         #: mechanism then waits for a new event rather than report the queue again)
         self.accept_skipped = False
-        self.open = 0
         # counters (cumulative)
         self.select_calls = 0
-        self.accept_phases = 0
-        self.accepts = 0
         self.work_phases = 0
         self.conns_worked = 0
         # integral of open connections over time = _open_sum + open * now
         # (minus each open instant, plus each close instant)
         self._open_sum = 0.0
-        listen.app = self
-        cpu.start(self.run())
+        self.start()
 
     # -- what the kernel tells the server ---------------------------------------------
-    def accept_ready(self) -> None:
-        if self.cpu.blocked:
-            self.cpu.wake()
-
     def readable(self, conn: Connection) -> None:
         if not conn.ready:
             conn.ready = True

@@ -1,0 +1,73 @@
+"""What every server model shares: its wiring to the host, and the counters a run reads.
+
+A server is built with the host's pieces (environment, CPU, listen socket,
+clients, costs, its own parameters, its accept policy), sets up its own
+state, then calls :meth:`Server.start`, which registers it as the listen
+socket's application and starts :meth:`run` as the CPU's task.  The
+contract a subclass fulfils:
+
+* ``run()``: a generator, the server's loop (see :mod:`sim.cpu`);
+* ``readable(conn)``: data or end-of-file arrived on a connection it holds;
+* ``counters()``: cumulative counters (``accept_phases``, ``accepts``,
+  ``select_calls``, ``work_phases``, ``conns_worked``, ``open_area``), of
+  which the run takes differences over its window;
+* ``work_queue_len``: the work waiting for it, for an accept policy's view.
+
+``open``, ``accept_phases`` and ``accepts`` are kept here, since the run
+and the policies read them from every server alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from models.client import Client
+    from models.costs import HostCosts
+    from models.kernel import ListenSocket
+    from models.policies import AcceptPolicy
+    from sim.cpu import Cpu
+    from sim.engine import Environment
+
+
+class Server:
+    """Base of the server models."""
+
+    name = "server"
+    #: the server calls select() (or another getevents): its calls are reported
+    has_select = False
+
+    def __init__(
+        self,
+        env: Environment,
+        cpu: Cpu,
+        listen: ListenSocket,
+        client: Client,
+        costs: HostCosts,
+        params: Any,
+        policy: AcceptPolicy,
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.listen = listen
+        self.client = client
+        self.costs = costs
+        self.params = params
+        self.policy = policy
+        self.open = 0  # connections held
+        # counters (cumulative)
+        self.accept_phases = 0
+        self.accepts = 0
+
+    def start(self) -> None:
+        """Take the listen socket's events and start the loop on the CPU."""
+        self.listen.app = self
+        self.cpu.start(self.run())
+
+    def run(self):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def accept_ready(self) -> None:
+        """The accept queue went from empty to non-empty: wake the loop if it sleeps."""
+        if self.cpu.blocked:
+            self.cpu.wake()
