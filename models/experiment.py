@@ -431,7 +431,3 @@ def simulate(
     elif overrides:
         config = RunConfig.from_dict(overrides, base=config)
     return Host(config, policy).run()
-
-
-def is_inf(value: float) -> bool:
-    return isinstance(value, float) and math.isinf(value)
