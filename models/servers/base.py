@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from models.connection import CLOSED, Connection
+
 if TYPE_CHECKING:
     from models.client import Client
     from models.costs import HostCosts
@@ -55,6 +57,9 @@ class Server:
         self.params = params
         self.policy = policy
         self.open = 0  # connections held
+        # integral of open connections over time = _open_sum + open * now
+        # (minus each instant a connection was taken, plus each it was closed)
+        self._open_sum = 0.0
         # counters (cumulative)
         self.accept_phases = 0
         self.accepts = 0
@@ -66,6 +71,21 @@ class Server:
 
     def run(self):  # type: ignore[no-untyped-def]
         raise NotImplementedError
+
+    def hold(self, conn: Connection) -> None:
+        """The server now holds ``conn`` (it accepted it)."""
+        self.open += 1
+        self._open_sum -= self.env._now
+
+    def release(self, conn: Connection) -> None:
+        """The server has closed ``conn``."""
+        self.open -= 1
+        self._open_sum += self.env._now
+        conn.state = CLOSED
+
+    def open_area(self) -> float:
+        """Integral of open connections over time, up to now (connection-seconds)."""
+        return self._open_sum + self.open * self.env.now
 
     def accept_ready(self) -> None:
         """The accept queue went from empty to non-empty: wake the loop if it sleeps."""

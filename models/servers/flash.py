@@ -233,8 +233,7 @@ class Sped(_FileServing, Userver):
                 break
             yield ACCEPT, costs.accept_s
             accepted += 1
-            self.open += 1
-            self._open_sum -= self.env._now
+            self.hold(conn)
             if conn.pending or conn.eof:
                 self.readable(conn)
         self.accept_phases += 1
@@ -252,9 +251,7 @@ class Sped(_FileServing, Userver):
                 self.readable(conn)
         elif conn.eof and conn.server is None:
             yield WORK, costs.close_s
-            self.open -= 1
-            self._open_sum += self.env._now
-            conn.state = CLOSED
+            self.release(conn)
 
     def serve(self, conn: Connection):  # type: ignore[no-untyped-def]
         """SPED: read a missing file with a blocking read (the loop stalls), then reply."""
@@ -394,7 +391,6 @@ class MultiProcess(_FileServing, Server):
         self.accept_waiters: deque[_Worker] = deque(_Worker() for _ in range(params.workers))
         self.switches = 0
         self.requests = 0
-        self._open_sum = 0.0
         listen.on_queued = self._connection_queued
         self.start()
 
@@ -467,8 +463,7 @@ class MultiProcess(_FileServing, Server):
                         break
                     yield ACCEPT, costs.accept_s
                     accepted += 1
-                    self.open += 1
-                    self._open_sum -= self.env._now
+                    self.hold(new)
                     w.batch.append(new)
                 if accepted:
                     self.accept_phases += 1
@@ -497,9 +492,7 @@ class MultiProcess(_FileServing, Server):
                 continue
             if conn.eof:
                 yield WORK, costs.close_s
-                self.open -= 1
-                self._open_sum += self.env._now
-                conn.state = CLOSED
+                self.release(conn)
                 w.conn = None
                 continue
             conn.server = w  # blocks in read() until data or end-of-file arrive
@@ -512,7 +505,7 @@ class MultiProcess(_FileServing, Server):
             "accepts": self.accepts,
             "work_phases": self.requests,
             "conns_worked": self.requests,
-            "open_area": self._open_sum + self.open * self.env.now,
+            "open_area": self.open_area(),
             "switches": self.switches,
         }
         out.update(self.flash_counters())

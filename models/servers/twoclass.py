@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from models.client import Client, ClientParams
-from models.connection import CLOSED, Connection
+from models.connection import Connection
 from models.kernel import ListenSocket
 from models.link import Link
 from models.servers.base import Server
@@ -217,7 +217,6 @@ class TwoClass(Server):
         self.switches = 0
         self.requests = 0
         self.bg_requests = 0
-        self._open_sum = 0.0
         cpu.start(self.run())
 
     @property
@@ -288,8 +287,7 @@ class TwoClass(Server):
                         break
                     yield ACCEPT, costs.accept_s
                     accepted += 1
-                    self.open += 1
-                    self._open_sum -= self.env._now
+                    self.hold(new)
                     w.batch.append(new)
                 if not accepted:
                     sock.waiters.append(w)  # blocks in accept()
@@ -326,9 +324,7 @@ class TwoClass(Server):
                 continue
             if conn.eof:
                 yield work, costs.close_s
-                self.open -= 1
-                self._open_sum += self.env._now
-                conn.state = CLOSED
+                self.release(conn)
                 w.conn = None
                 continue
             conn.server = w  # blocks in read() until data or end-of-file arrive
@@ -355,7 +351,7 @@ class TwoClass(Server):
             "accepts": self.accepts,
             "work_phases": self.requests,
             "conns_worked": self.requests,
-            "open_area": self._open_sum + self.open * self.env.now,
+            "open_area": self.open_area(),
             "bg_requests": self.bg_requests,
             "link_busy_time": self.link.busy_time,
         }

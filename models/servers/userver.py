@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from models.connection import CLOSED, Connection
+from models.connection import Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
 from sim.cpu import BLOCK, Cpu
@@ -85,9 +85,6 @@ class Userver(Server):
         self.select_calls = 0
         self.work_phases = 0
         self.conns_worked = 0
-        # integral of open connections over time = _open_sum + open * now
-        # (minus each open instant, plus each close instant)
-        self._open_sum = 0.0
         self.start()
 
     # -- what the kernel tells the server ---------------------------------------------
@@ -152,8 +149,7 @@ class Userver(Server):
                             break
                         yield ACCEPT, costs.accept_s + self.opened()
                         accepted += 1
-                        self.open += 1
-                        self._open_sum -= env._now
+                        self.hold(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     self.accept_phases += 1
@@ -180,9 +176,7 @@ class Userver(Server):
                             self.readable(conn)
                     elif conn.eof:
                         yield WORK, costs.close_s
-                        self.open -= 1
-                        self._open_sum += env._now
-                        conn.state = CLOSED
+                        self.release(conn)
                 self.work_phases += 1
                 self.conns_worked += i
                 self._batch = _EMPTY
@@ -195,5 +189,5 @@ class Userver(Server):
             "accepts": self.accepts,
             "work_phases": self.work_phases,
             "conns_worked": self.conns_worked,
-            "open_area": self._open_sum + self.open * self.env.now,
+            "open_area": self.open_area(),
         }
