@@ -27,8 +27,9 @@ _FIT1 = (
 
 _FIT_TUX = (
     "fitted (tux_request_s with cache_refill_s) to the paper's TUX one-packet peaks on "
-    "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf (residuals -0.1% and "
-    "+3.6%, 8 s runs); see `python -m models.calibration tux` and "
+    "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf (residuals -0.25% and "
+    "-1.5%, 8 s runs; the inf peak is its last unsaturated grid rate); see "
+    "`python -m models.calibration tux` and "
     "models/calibration_results.toml"
 )
 
@@ -120,7 +121,7 @@ class HostCosts(Params):
         doc="TUX takes one connection off the accept queue (in-kernel, no syscall crossing)",
     )
     tux_request_s: float = param(
-        14.175e-6,
+        14.1e-6,
         unit="s",
         ge=0.0,
         doc="TUX reads and parses one request and looks up the cached file (work_pending pass 1)",
@@ -152,13 +153,14 @@ class HostCosts(Params):
         "(~3.5 KB); an estimate from 2.4.20/TUX 2 structure sizes, not fitted",
     )
     cache_refill_s: float = param(
-        5.925e-6,
+        2.9e-6,
         unit="s",
         ge=0.0,
         doc="extra CPU to refetch one connection's working set from memory when it has been "
         "evicted; charged per work item times the evicted fraction "
-        "max(0, 1 - l2_cache_bytes / (connections touched in the phase * "
-        "conn_footprint_bytes)).  Used by TUX",
+        "1 - exp(-connections touched in the phase * conn_footprint_bytes / l2_cache_bytes) "
+        "(a shared set-associative L2 misses gradually as a phase's footprint grows, "
+        "see models/servers/tux.py).  Used by TUX",
         fitted=_FIT_TUX,
     )
 

@@ -33,17 +33,25 @@ limits alike, and LIFO starvation causes no client timeouts because work
 phases last milliseconds against httperf's 10 s timeout.  The mechanism
 modelled here is the processor cache:
 every item of a phase touches its connection's kernel state (socket, TUX
-request, sk_buffs: ``costs.conn_footprint_bytes``).  A phase that touches
-more connections than fit in the L2 cache (``costs.l2_cache_bytes``) finds
-part of each connection's state evicted by the time it returns to it, and
-pays ``costs.cache_refill_s`` times the evicted fraction
-``max(0, 1 - l2 / (touched * footprint))`` per item.  With accept-limit 1 a
-phase touches a handful of connections and stays in cache; with inf it
-touches the whole accept queue (up to 129 connections, ~0.8 MB) and does not.
+request, sk_buffs: ``costs.conn_footprint_bytes``), and the longer the phase
+the more of that state has been evicted from the L2 cache
+(``costs.l2_cache_bytes``, shared with the rest of the kernel's data) by the
+time the phase comes back to it.  The L2 is set-associative and shared, so
+it starts missing gradually as the phase's footprint grows (conflict misses
+long before capacity): taking each line the phase brings in as evicting a
+random resident line, a connection's line survives the phase's footprint
+with probability ``exp(-footprint / l2)``.  Each item therefore pays
+``costs.cache_refill_s`` times the evicted fraction
+``1 - exp(-touched * conn_footprint_bytes / l2_cache_bytes)``, ``touched``
+being the connections the phase has touched so far: it rises smoothly from
+about 1% for a phase of one connection to 78% for the 129 of a full accept
+queue, so every extra connection per phase costs a little and accept-limit 1
+(the fewest per phase) is strictly cheapest.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -118,11 +126,11 @@ class Tux(Server):
         self._push = queue.appendleft if params.work_order == "lifo" else queue.append
         self._phase = 0
         self._touched = 0  # distinct connections touched in the current phase
-        self._cache_conns = (
-            costs.l2_cache_bytes / costs.conn_footprint_bytes
-            if costs.conn_footprint_bytes
-            else float("inf")
+        # the phase's footprint per connection touched, as a share of the L2 cache
+        self._footprint_share = (
+            costs.conn_footprint_bytes / costs.l2_cache_bytes if costs.l2_cache_bytes else math.inf
         )
+        self._refill_s = costs.cache_refill_s
         # counters (cumulative)
         self.work_phases = 0
         self.items_worked = 0
@@ -151,10 +159,7 @@ class Tux(Server):
         if state.phase != self._phase:
             state.phase = self._phase
             self._touched += 1
-        touched = self._touched
-        if touched <= self._cache_conns:
-            return 0.0
-        return self.costs.cache_refill_s * (1.0 - self._cache_conns / touched)
+        return self._refill_s * -math.expm1(-self._touched * self._footprint_share)
 
     # -- the server loop ----------------------------------------------------------------
     def listen_ready(self) -> bool:
