@@ -79,23 +79,42 @@ def _label(series: Any, key: Any) -> str:
 
 
 def _selector(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in ("what", "metric", "paper", "note")}
+    return {k: v for k, v in row.items() if k not in ("what", "metric", "paper", "note", "over")}
+
+
+def _select(frame: pd.DataFrame, selector: dict[str, Any]) -> pd.DataFrame:
+    """Rows whose columns equal the selector's values (numbers compared as numbers)."""
+    for key, value in selector.items():
+        try:
+            mask = pd.to_numeric(frame[key]) == float(value)
+        except (TypeError, ValueError):
+            mask = frame[key].astype(str) == str(value)
+        frame = frame[mask]
+    return frame
 
 
 def expectation_rows(scenario: Scenario, frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Each published number of the scenario beside the simulator's."""
+    """Each published number of the scenario beside the simulator's.
+
+    An expectation selects rows by its other keys and reads ``metric`` (its
+    first value, or the maximum with ``peak:``); with ``over = {key = value}``
+    it is a ratio: that value divided by the one of the rows selected with
+    ``over``'s keys changed (e.g. accept-limit inf over accept-limit 1).
+    """
     rows = []
     for exp in scenario.expect:
-        sel = frame
-        for key, value in _selector(exp).items():
-            sel = sel[sel[key].astype(str) == str(value)]
         kind, _, metric = exp["metric"].rpartition(":")
-        if sel.empty:
-            sim_value = None
-        elif kind == "peak":
-            sim_value = float(sel[metric].max())
-        else:
-            sim_value = float(sel[metric].iloc[0])
+
+        def value(selector: dict[str, Any], kind: str = kind, metric: str = metric) -> Any:
+            sel = _select(frame, selector)
+            if sel.empty:
+                return None
+            return float(sel[metric].max()) if kind == "peak" else float(sel[metric].iloc[0])
+
+        sim_value = value(_selector(exp))
+        if "over" in exp and sim_value is not None:  # a ratio: over the row `over` selects
+            below = value({**_selector(exp), **exp["over"]})
+            sim_value = None if not below else sim_value / below
         paper = exp.get("paper")
         rows.append(
             {
@@ -119,7 +138,10 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         cells = []
         for c in cols:
             v = r[c]
-            cells.append(f"{v:,.1f}" if isinstance(v, float) else str(v))
+            if isinstance(v, float):  # ratios and shares keep three decimals
+                cells.append(f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}")
+            else:
+                cells.append(str(v))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,9 +1,11 @@
-"""Fit the TUX (cluster 1) and Knot (cluster 2) cost fields to the paper's peaks.
+"""Fit the TUX (cluster 1) and Knot (cluster 2) cost fields to the paper's peaks,
+and the SPECweb99-like client think time to the paper's userver ratio.
 
 Usage::
 
-    python -m models.calibration tux  [--maxfev 12] [--write]
-    python -m models.calibration knot [--maxfev 12] [--write]
+    python -m models.calibration tux     [--maxfev 12] [--write]
+    python -m models.calibration knot    [--maxfev 12] [--write]
+    python -m models.calibration specweb [--write]
 
 A candidate parameter vector is scored by simulating the paper's one-packet
 runs (the same run length, warm-up and seed as the scenarios, so the fit is
@@ -15,6 +17,14 @@ with Nelder-Mead) on the sum of squared relative errors.  ``--write``
 records the fitted values and residuals in ``models/calibration_results.toml``;
 copy the values into ``models/costs.py`` defaults (whose ``fitted=`` metadata
 points here).  The userver's cluster-1 fields are not refitted here.
+
+``specweb`` fits one workload parameter, the mean client think time between
+the requests of a SPECweb99-like connection (``workload.think_mean_s``), to
+the paper's "userver accept-limit inf beats accept-limit 1 by 39% at 30,000
+target requests/s" (brief, section 7): the ratio of the two reply rates,
+averaged over a few seeds, is a monotone function of the think time (idle
+open connections make every ``select()`` dearer, and limit 1 pays one select
+per accepted connection), so it is solved with ``scipy.optimize.brentq``.
 """
 
 from __future__ import annotations
@@ -27,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import brentq, minimize
 
 from models.costs import PARAMETER_SETS, HostCosts
 from models.experiment import RunConfig, simulate
+from models.workloads import WORKLOADS
 from sim.sweep import run_many
 
 RESULTS = Path(__file__).with_name("calibration_results.toml")
@@ -75,6 +86,80 @@ PROBLEMS = {
         ),
     ),
 }
+
+
+@dataclass(frozen=True)
+class RatioProblem:
+    """Fit one workload parameter so that reply(limit a) / reply(limit b) = the paper's ratio."""
+
+    name: str
+    server: str
+    workload: str
+    field: str  # workload parameter fitted
+    bounds: tuple[float, float]  # of the field, for the root search
+    xtol: float  # tolerance on the field
+    limits: tuple[float, float]  # (numerator, denominator) accept-limits
+    rate_per_s: float  # connection rate
+    paper_ratio: float
+    what: str
+    duration_s: float = 10.0
+    warmup_s: float = 3.0
+    seeds: tuple[int, ...] = (1, 2, 3)
+
+
+RATIO_PROBLEMS = {
+    "specweb": RatioProblem(
+        "specweb", "userver", "specweb99", "think_mean_s", (0.0, 0.05), 2.5e-4,
+        (math.inf, 1), 30000 / 7.2, 1.39,
+        "userver SPECweb99-like reply rate, accept-limit inf / 1, at 30,000 target requests/s",
+    ),
+}  # fmt: skip
+
+
+def ratio(problem: RatioProblem, value: float, jobs: int | None = None) -> float:
+    """Mean over the problem's seeds of reply(limits[0]) / reply(limits[1])."""
+    points = [
+        {"server": problem.server, "workload": problem.workload, "accept_limit": limit,
+         "rate_per_s": problem.rate_per_s, "duration_s": problem.duration_s,
+         "warmup_s": problem.warmup_s, "seed": seed, "workload_params": {problem.field: value}}
+        for seed in problem.seeds for limit in problem.limits
+    ]  # fmt: skip
+    rates = [r["reply_rate_per_s"] for r in run_many(_run, points, jobs=jobs, progress=False)]
+    return float(np.mean([a / b for a, b in zip(rates[::2], rates[1::2], strict=True)]))
+
+
+def fit_ratio(problem: RatioProblem, jobs: int | None = None) -> dict[str, Any]:
+    history: list[tuple[float, float]] = []
+
+    def excess(value: float) -> float:
+        r = ratio(problem, value, jobs)
+        history.append((value, r))
+        print(f"  {problem.field} = {value:.5g}: ratio {r:.4f}", flush=True)
+        return r - problem.paper_ratio
+
+    best = brentq(excess, *problem.bounds, xtol=problem.xtol)
+    r = ratio(problem, best, jobs)
+    return {"value": best, "ratio": r, "evaluations": len(history) + 1}
+
+
+def write_ratio(problem: RatioProblem, outcome: dict[str, Any], path: Path = RESULTS) -> None:
+    r = outcome["ratio"]
+    text = "".join([
+        f"[{problem.name}]\n",
+        f'server = "{problem.server}"\n',
+        f'workload = "{problem.workload}"\n',
+        f"evaluations = {outcome['evaluations']}\n",
+        f"run = {{ duration_s = {problem.duration_s}, warmup_s = {problem.warmup_s}, "
+        f"seeds = {list(problem.seeds)}, rate_per_s = {problem.rate_per_s:.1f} }}\n",
+        f"[{problem.name}.fitted]\n",
+        f"{problem.field} = {outcome['value']:.4e}\n",
+        f"[{problem.name}.residual.ratio]\n",
+        f'what = "{problem.what}"\n',
+        f"paper = {problem.paper_ratio}\n",
+        f"simulated = {r:.4f}\n",
+        f"relative_error = {(r - problem.paper_ratio) / problem.paper_ratio:.4f}\n",
+    ])  # fmt: skip
+    _write_section(problem.name, text, path)
 
 
 def _run(point: dict[str, Any]) -> dict[str, Any]:
@@ -138,14 +223,6 @@ def fit(problem: Problem, maxfev: int = 12, jobs: int | None = None) -> dict[str
 
 def write(problem: Problem, outcome: dict[str, Any], path: Path = RESULTS) -> None:
     """Replace this problem's section of the results file, keeping the others."""
-    sections: dict[str, str] = {}
-    if path.exists():
-        name = None
-        for line in path.read_text().splitlines(keepends=True):
-            if line.startswith("[") and not line.startswith("[["):
-                name = line.strip()[1:-1].split(".")[0]
-            if name is not None:
-                sections[name] = sections.get(name, "") + line
     lines = [f"[{problem.name}]\n",
              f'parameter_set = "{problem.costs}"\n',
              f"evaluations = {outcome['evaluations']}\n",
@@ -159,7 +236,20 @@ def write(problem: Problem, outcome: dict[str, Any], path: Path = RESULTS) -> No
         lines.append(f"paper_peak_per_s = {t.paper_peak_per_s}\n")
         lines.append(f"simulated_peak_per_s = {t.paper_peak_per_s * (1 + r):.0f}\n")
         lines.append(f"relative_error = {r:.4f}\n")
-    sections[problem.name] = "".join(lines) + "\n"
+    _write_section(problem.name, "".join(lines), path)
+
+
+def _write_section(name: str, text: str, path: Path) -> None:
+    """Replace section ``name`` of the results file, keeping the others."""
+    sections: dict[str, str] = {}
+    if path.exists():
+        current = None
+        for line in path.read_text().splitlines(keepends=True):
+            if line.startswith("[") and not line.startswith("[["):
+                current = line.strip()[1:-1].split(".")[0]
+            if current is not None:
+                sections[current] = sections.get(current, "") + line
+    sections[name] = text + "\n"
     header = ("# Written by `python -m models.calibration NAME --write`; do not edit by hand.\n"
               "# Peaks are the best reply rate over the problem's grid of target rates.\n\n")
     path.write_text(header + "".join(sections[k] for k in sorted(sections)))
@@ -167,12 +257,14 @@ def write(problem: Problem, outcome: dict[str, Any], path: Path = RESULTS) -> No
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m models.calibration", description=__doc__)
-    p.add_argument("problem", choices=sorted(PROBLEMS))
+    p.add_argument("problem", choices=sorted([*PROBLEMS, *RATIO_PROBLEMS]))
     p.add_argument("--maxfev", type=int, default=12, help="simulation rounds for the optimiser")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument("--check", action="store_true", help="only report residuals of the defaults")
     p.add_argument("--write", action="store_true", help="record the result in " + RESULTS.name)
     args = p.parse_args(argv)
+    if args.problem in RATIO_PROBLEMS:
+        return main_ratio(RATIO_PROBLEMS[args.problem], args)
     problem = PROBLEMS[args.problem]
     if args.check:
         base = PARAMETER_SETS[problem.costs]
@@ -189,6 +281,20 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"relative error {r:+.2%}")
     if args.write:
         write(problem, outcome)
+    return 0
+
+
+def main_ratio(problem: RatioProblem, args: argparse.Namespace) -> int:
+    if args.check:
+        value = getattr(WORKLOADS[problem.workload][1](), problem.field)
+        outcome = {"value": value, "ratio": ratio(problem, value, args.jobs), "evaluations": 1}
+    else:
+        outcome = fit_ratio(problem, args.jobs)
+    print(f"{problem.field} = {outcome['value']:.4e}")
+    print(f"{problem.what}: paper {problem.paper_ratio}, simulated {outcome['ratio']:.4f} "
+          f"(relative error {(outcome['ratio'] - problem.paper_ratio) / problem.paper_ratio:+.2%})")
+    if args.write:
+        write_ratio(problem, outcome)
     return 0
 
 

@@ -108,11 +108,17 @@ class SpecWeb99Params(Params):
         250, unit="bytes", ge=0, doc="HTTP response headers added to every file"
     )
     think_mean_s: float = param(
-        0.0,
+        7.1e-3,
         unit="s",
         ge=0.0,
-        doc="mean (exponential) client think time between the requests of a connection; "
-        "0 = back-to-back requests, as httperf sends them without a session file",
+        doc="mean (exponential) client think time between the requests of a connection "
+        "(httperf --wsesslog=N,X,file: X is the think time between a session's requests); "
+        "the connection stays open, and in select()'s descriptor set, meanwhile.  0 = "
+        "back-to-back requests",
+        fitted="fitted to the paper's +39% of userver accept-limit inf over 1 at 30,000 target "
+        "requests/s (ratio of reply rates 1.39, mean of seeds 1-3, 10 s runs with 3 s warm-up; "
+        "fit gives 1.3915); see `python -m models.calibration specweb` and "
+        "models/calibration_results.toml",
     )
 
 

@@ -108,8 +108,9 @@ def test_wsesslog_think_time_delays_the_next_request(tmp_path):
     assert r["open_connections_mean"] == pytest.approx(200.0 * 0.5, rel=0.25)
 
 
-def test_specweb_think_time_mean_within_ci_and_off_by_default():
-    assert SpecWeb99(SpecWeb99Params(), Streams(1)).think_time(None) == 0.0  # type: ignore[arg-type]
+def test_specweb_think_time_mean_within_ci_and_off_when_zero():
+    off = SpecWeb99(SpecWeb99Params(think_mean_s=0.0), Streams(1))
+    assert off.think_time(None) == 0.0  # type: ignore[arg-type]
     wl = SpecWeb99(SpecWeb99Params(think_mean_s=0.02), Streams(5))
     n = 20000
     x = np.array([wl.think_time(None) for _ in range(n)])  # type: ignore[arg-type]
