@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def test_tux_one_packet_peaks_match_the_paper_within_10_percent() -> None:
     problem = calibration.PROBLEMS["tux"]
-    simulated = calibration.peaks(problem, CLUSTER1, jobs=2)
+    simulated = calibration.peaks(problem, CLUSTER1, jobs=1)
     for target, peak in zip(problem.targets, simulated, strict=True):
         assert peak == pytest.approx(target.paper_peak_per_s, rel=0.10), target
     assert simulated[0] > simulated[1] * 1.05  # limit 1 beats original TUX (inf)
@@ -32,7 +32,7 @@ def test_tux_search_finds_accept_limit_1_at_24000_per_s() -> None:
     point = {"server": "tux", "workload": "one-packet", "rate_per_s": 24000.0,
              "rate_profile": "", "duration_s": 10.0, "warmup_s": 0.0, "seed": 1}
     candidates = [float(c) for c in DEFAULT_CANDIDATES.split(",")]
-    out = search_static(point, candidates, "smallest", replications=3, jobs=2)
+    out = search_static(point, candidates, "smallest", replications=3, jobs=1)
     assert out["best_accept_limit"] == 1
     assert out["argmax_accept_limit"] == 1
     curve = [e["reply_rate_per_s"] for e in out["evaluated"]]
@@ -43,7 +43,7 @@ def test_specweb_userver_inf_beats_limit_1_by_39_percent_at_30000_per_s() -> Non
     problem = calibration.RATIO_PROBLEMS["specweb"]
     think = SpecWeb99Params().think_mean_s
     assert think > 0  # the fitted default
-    assert calibration.ratio(problem, think, jobs=2) == pytest.approx(1.39, rel=0.10)
+    assert calibration.ratio(problem, think, jobs=1) == pytest.approx(1.39, rel=0.10)
 
 
 def test_specweb_tux_limit_1_beats_inf_at_peak() -> None:
