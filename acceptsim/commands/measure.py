@@ -23,6 +23,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--rates", required=True, help="target rates R1,R2,... (connections/s)")
     p.add_argument("--duration", default="10", help="seconds of load per run (default 10)")
     p.add_argument("--repeats", default="2", help="runs per rate (default 2)")
+    p.add_argument("--first-repeat", default="1",
+                   help="number of the first repeat, to add repeats to a sweep (default 1)")
     p.add_argument("--timeout", default="2", help="httperf --timeout in seconds (default 2)")
     p.add_argument("--file-size", default="1024",
                    help="bytes of the static file (default 1024: reply fits one packet)")
@@ -52,6 +54,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         rates_per_s=rates,
         duration_s=parse_number("--duration", args.duration),
         repeats=parse_int("--repeats", args.repeats),
+        first_repeat=parse_int("--first-repeat", args.first_repeat),
         timeout_s=parse_number("--timeout", args.timeout),
         file_size_bytes=parse_int("--file-size", args.file_size),
         port=parse_int("--port", args.port),

@@ -86,6 +86,7 @@ class Plan:
     server_cpu_quota: float | None = None  # CPUs nginx may use (cgroup CFS quota); None: no limit
     server_cpu_period_us: int | None = None  # None: default_cpu_period_us(quota)
     online_cpus: int = 0  # 0: os.cpu_count(); the upper bound of server_cpu_quota
+    first_repeat: int = 1  # number of the first repeat (to add repeats to a recorded sweep)
 
     def __post_init__(self) -> None:
         if self.server != "nginx":
@@ -105,6 +106,8 @@ class Plan:
             raise ConfigError("--duration", self.duration_s, "> 0 and <= 600 s")
         if not (1 <= self.repeats <= 100):
             raise ConfigError("--repeats", self.repeats, "an integer from 1 to 100")
+        if not (1 <= self.first_repeat <= 1000):
+            raise ConfigError("--first-repeat", self.first_repeat, "an integer from 1 to 1000")
         if not (0 < self.timeout_s <= 60):
             raise ConfigError("--timeout", self.timeout_s, "> 0 and <= 60 s")
         if not (0 <= self.file_size_bytes <= 1 << 20):
@@ -532,7 +535,7 @@ def _measure_points(
     assert nginx is not None
     runs = []
     for rate in plan.rates_per_s:
-        for repeat in range(1, plan.repeats + 1):
+        for repeat in range(plan.first_repeat, plan.first_repeat + plan.repeats):
             name = run_dir_name(plan, rate, repeat)
             target = out / name
             if target.exists():

@@ -95,6 +95,7 @@ def test_only_the_missing_tool_is_named(
         (["--server", "apache"], "--server"),
         (["--port", "80"], "--port"),
         (["--processes", "500"], "--processes"),
+        (["--first-repeat", "0"], "--first-repeat"),
         (["--server-cpu-quota", "0"], "--server-cpu-quota"),
         (["--server-cpu-quota", "-0.5"], "--server-cpu-quota"),
         (["--server-cpu-quota", "nan"], "--server-cpu-quota"),
