@@ -128,6 +128,15 @@ def main_validate(args: argparse.Namespace) -> int:
             )
         print(f"direction right at {d['right']} of {d['right'] + d['wrong']} rates where the "
               "measured difference exceeds the noise")
+        pool = d["pooled"]
+        if pool.get("rates"):
+            verdict = (
+                "within noise" if pool["direction_right"] is None
+                else ("right" if pool["direction_right"] else "WRONG")
+            )
+            print(f"mean over {pool['rates']} rates: measured "
+                  f"{pool['measured_off_minus_on']:+.0f} +/- {pool['measured_diff_stderr']:.0f}, "
+                  f"predicted {pool['predicted_off_minus_on']:+.0f}: direction {verdict}")
     return 0
 
 

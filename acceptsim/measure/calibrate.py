@@ -255,7 +255,8 @@ def direction(rows: Sequence[dict[str, Any]], noise_sigmas: float = 2.0) -> dict
     repeats of each setting).  The direction is right at a rate when the predicted
     difference has the measured one's sign; ``right``/``wrong`` count the rates whose
     measured difference exceeds the noise, and ``all_right`` is true when there is at
-    least one such rate and none is wrong.
+    least one such rate and none is wrong.  ``pooled`` does the same for the mean
+    difference over all rates with repeats of both settings.
     """
     by_rate: dict[float, dict[bool, list[dict[str, Any]]]] = {}
     for row in rows:
@@ -303,10 +304,30 @@ def direction(rows: Sequence[dict[str, Any]], noise_sigmas: float = 2.0) -> dict
                 "direction_right": agrees if significant else None,
             }
         )
+    # all rates together: the mean over rates of the differences, whose standard error
+    # is sqrt(sum se^2) / k (the rates are independent runs)
+    usable_pts = [p for p in points if not math.isnan(p["measured_diff_stderr"])]
+    pooled: dict[str, Any] = {"rates": len(usable_pts)}
+    if usable_pts:
+        k = len(usable_pts)
+        m = sum(p["measured_off_minus_on"] for p in usable_pts) / k
+        pr = sum(p["predicted_off_minus_on"] for p in usable_pts) / k
+        se = math.sqrt(sum(p["measured_diff_stderr"] ** 2 for p in usable_pts)) / k
+        significant = abs(m) > noise_sigmas * se
+        pooled.update(
+            measured_off_minus_on=m,
+            measured_diff_stderr=se,
+            predicted_off_minus_on=pr,
+            exceeds_noise=significant,
+            direction_right=(math.copysign(1, m) == math.copysign(1, pr) and pr != 0)
+            if significant
+            else None,
+        )
     return {
         "noise_sigmas": noise_sigmas,
         "rates": points,
         "right": right,
         "wrong": wrong,
         "all_right": right > 0 and wrong == 0,
+        "pooled": pooled,
     }
