@@ -288,9 +288,7 @@ class CpuQuota:
     removed.
     """
 
-    def __init__(
-        self, quota_cpus: float, period_us: int, root: Path = CGROUP_CPU_ROOT
-    ) -> None:
+    def __init__(self, quota_cpus: float, period_us: int, root: Path | None = None) -> None:
         self.quota_cpus, self.period_us = quota_cpus, period_us
         self.quota_us = round(quota_cpus * period_us)
         if self.quota_us < MIN_CPU_QUOTA_US:
@@ -298,8 +296,8 @@ class CpuQuota:
                 f"CPU quota {quota_cpus:g} x period {period_us} us is below the kernel's "
                 f"minimum quota of {MIN_CPU_QUOTA_US} us"
             )
-        self.root = root
-        self.dir = root / CGROUP_NAME
+        self.root = root if root is not None else CGROUP_CPU_ROOT
+        self.dir = self.root / CGROUP_NAME
 
     def _error(self, what: str, exc: OSError) -> HarnessError:
         return HarnessError(
@@ -510,11 +508,13 @@ def measure(
         tcp_max_syn_backlog=_sysctl("net.ipv4.tcp_max_syn_backlog", 1024),
         tcp_syncookies=_sysctl("net.ipv4.tcp_syncookies", 1),
     )
-    out.mkdir(parents=True, exist_ok=True)
     if plan.server_cpu_quota is None:
+        out.mkdir(parents=True, exist_ok=True)
         return _measure_points(plan, out, log, cpus, tools, server_cpus, client_cpus, version,
                                kernel, None)
+    # the group first: if cgroups are not writable, nothing is written
     with CpuQuota(plan.server_cpu_quota, plan.cpu_period_us) as group:
+        out.mkdir(parents=True, exist_ok=True)
         return _measure_points(plan, out, log, cpus, tools, server_cpus, client_cpus, version,
                                kernel, group)
 

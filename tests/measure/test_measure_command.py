@@ -189,6 +189,25 @@ def test_cpu_quota_errors_say_what_is_missing(tmp_path: Path) -> None:
         CpuQuota(0.1, 2000, root)
 
 
+def test_unwritable_cgroups_are_a_clear_error_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import acceptsim.measure.harness as harness
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script(bin_dir, "httperf", "exit 0")
+    script(bin_dir, "nginx", "echo 'nginx version: nginx/1.22.1' >&2")
+    script(bin_dir, "taskset", 'shift 2; exec "$@"')
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", tmp_path / "no-cgroup")
+    out = tmp_path / "out"
+    assert main([*ARGS, "--server-cpu-quota", "0.5", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--server-cpu-quota needs the cgroup v1 cpu controller at" in err
+    assert not out.exists()
+
+
 def test_deterministic_spacing_uses_httperf_rate() -> None:
     (command,) = httperf_commands(plan(spacing="deterministic"), 500.0, "/x")
     assert "--rate=500" in command and not any(a.startswith("--period") for a in command)

@@ -110,7 +110,7 @@ def test_cpu_quota_is_recorded_with_its_period() -> None:
 
 def test_the_quota_sweep_records_its_quota() -> None:
     quota_runs = [d for d in RUN_DIRS if d.parent.name == "nginx-loopback-quota"]
-    assert len(quota_runs) == 42
+    assert len(quota_runs) == 96
     for d in quota_runs:
         server = read_run_info(d / "run.toml").server
         assert server.cpu_quota == pytest.approx(0.1) and server.cpu_period_us == 10000
