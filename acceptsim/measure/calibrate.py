@@ -9,11 +9,15 @@
   reporting each fitted value with its standard error and the residual per
   run;
 * :func:`validate` puts measured and predicted metrics side by side with the
-  mean absolute percentage error of the reply rate.
+  mean absolute percentage error of the reply rate (overall and per
+  ``multi_accept`` setting) and, per rate, the measured and predicted
+  difference off minus on against the repeats' noise (:func:`direction`).
 
-Runs whose clients, not the server, shaped the load (``client_limited``:
-httperf ran out of descriptors or fell behind its schedule) say nothing
-about the server and are left out unless asked for.
+Runs whose clients, not the server, shaped the load
+(:meth:`~acceptsim.measure.run.MeasuredRun.client_limits`: httperf ran out
+of descriptors, fell behind its schedule or started connections late) say
+nothing about the server: calibration leaves them out unless asked for, and
+validation lists them under ``excluded`` with the reason.
 """
 
 from __future__ import annotations
