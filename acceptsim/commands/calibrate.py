@@ -87,17 +87,56 @@ def main_validate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(json_safe(report), indent=2))
         return 0
-    print(f"{'run':48s} {'measured':>9s} {'predicted':>9s}  overflows meas/pred")
+    print(f"{'run':48s} {'measured':>9s} {'predicted':>9s} {'error':>7s}  "
+          "overflows meas/pred")
     for row in report["runs"]:
         m, p = row["measured"], row["predicted"]
-        flag = " (client-limited)" if row["client_limited"] else ""
+        flag = " (excluded)" if row["excluded_because"] else ""
+        err = row["reply_rate_error_pct"]
+        err_text = f"{err:+6.1f}%" if err is not None else "    n/a"
         print(
-            f"{row['run']:48s} {m['reply_rate_per_s']:9.0f} {p['reply_rate_per_s']:9.0f}  "
-            f"{m['listen_overflows_per_s']:7.0f} / {p['listen_overflows_per_s']:.0f}{flag}"
+            f"{row['run']:48s} {m['reply_rate_per_s']:9.0f} {p['reply_rate_per_s']:9.0f} "
+            f"{err_text}  {m['listen_overflows_per_s']:7.0f} / "
+            f"{p['listen_overflows_per_s']:.0f}{flag}"
         )
+    for item in report["excluded"]:
+        print(f"excluded {item['run']}: {item['reason']}")
     mape = report["mape_reply_rate"]
-    print(f"mean absolute % error of reply rate: {mape:.1f}% over {report['runs_in_mape']} runs"
-          if mape is not None else "no run the clients did not limit")
+    if mape is None:
+        print("no run the clients did not limit")
+        return 0
+    by = report["mape_reply_rate_by_multi_accept"]
+    parts = ", ".join(f"multi_accept {k}: {v:.1f}%" for k, v in by.items() if v is not None)
+    print(f"mean absolute % error of reply rate: {mape:.1f}% over {report['runs_in_mape']} "
+          f"runs ({parts})")
+    d = report["direction"]
+    if d["rates"]:
+        print(f"\nreply rate off minus on, per rate (noise: {d['noise_sigmas']:g} standard "
+              "errors of the measured difference)")
+        print(f"{'rate':>7s} {'meas on':>8s} {'meas off':>8s} {'meas diff':>12s} "
+              f"{'pred on':>8s} {'pred off':>8s} {'pred diff':>9s}  direction")
+        for pt in d["rates"]:
+            verdict = (
+                "within noise" if pt["direction_right"] is None
+                else ("right" if pt["direction_right"] else "WRONG")
+            )
+            print(
+                f"{pt['target_rate_per_s']:7.0f} {pt['measured_on_mean']:8.0f} "
+                f"{pt['measured_off_mean']:8.0f} {pt['measured_off_minus_on']:+6.0f}"
+                f"+/-{pt['measured_diff_stderr']:<4.0f} {pt['predicted_on']:8.0f} "
+                f"{pt['predicted_off']:8.0f} {pt['predicted_off_minus_on']:+9.0f}  {verdict}"
+            )
+        print(f"direction right at {d['right']} of {d['right'] + d['wrong']} rates where the "
+              "measured difference exceeds the noise")
+        pool = d["pooled"]
+        if pool.get("rates"):
+            verdict = (
+                "within noise" if pool["direction_right"] is None
+                else ("right" if pool["direction_right"] else "WRONG")
+            )
+            print(f"mean over {pool['rates']} rates: measured "
+                  f"{pool['measured_off_minus_on']:+.0f} +/- {pool['measured_diff_stderr']:.0f}, "
+                  f"predicted {pool['predicted_off_minus_on']:+.0f}: direction {verdict}")
     return 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.measure.errors import ParseError
-from acceptsim.measure.harness import HarnessError, Plan, measure
+from acceptsim.measure.harness import DEFAULT_CPU_PERIOD_US, HarnessError, Plan, measure
 from sim.errors import ConfigError
 
 
@@ -23,6 +23,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--rates", required=True, help="target rates R1,R2,... (connections/s)")
     p.add_argument("--duration", default="10", help="seconds of load per run (default 10)")
     p.add_argument("--repeats", default="2", help="runs per rate (default 2)")
+    p.add_argument("--first-repeat", default="1",
+                   help="number of the first repeat, to add repeats to a sweep (default 1)")
     p.add_argument("--timeout", default="2", help="httperf --timeout in seconds (default 2)")
     p.add_argument("--file-size", default="1024",
                    help="bytes of the static file (default 1024: reply fits one packet)")
@@ -31,6 +33,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--processes", default=None,
                    help="httperf processes per run (default: enough for the 1024-fd limit)")
     p.add_argument("--pause", default="2", help="seconds of rest between runs (default 2)")
+    p.add_argument("--server-cpu-quota", default=None,
+                   help="limit nginx (master and worker) to this many CPUs with a cgroup v1 "
+                   "CFS quota, e.g. 0.3 = 30%% of one CPU (needs root; default: no limit)")
+    p.add_argument("--server-cpu-period", default=None,
+                   help="CFS period of that quota in microseconds, 1000-1000000 (default: "
+                   f"{DEFAULT_CPU_PERIOD_US}, or longer if needed for the kernel's 1 ms minimum "
+                   "quota; short, so throttling stalls last ms, not 100 ms)")
     p.add_argument("--out", required=True, help="directory for the run directories")
     p.set_defaults(main=main)
 
@@ -45,12 +54,23 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         rates_per_s=rates,
         duration_s=parse_number("--duration", args.duration),
         repeats=parse_int("--repeats", args.repeats),
+        first_repeat=parse_int("--first-repeat", args.first_repeat),
         timeout_s=parse_number("--timeout", args.timeout),
         file_size_bytes=parse_int("--file-size", args.file_size),
         port=parse_int("--port", args.port),
         spacing=args.spacing,
         processes=parse_int("--processes", args.processes) if args.processes else None,
         pause_s=parse_number("--pause", args.pause),
+        server_cpu_quota=(
+            parse_number("--server-cpu-quota", args.server_cpu_quota)
+            if args.server_cpu_quota is not None
+            else None
+        ),
+        server_cpu_period_us=(
+            parse_int("--server-cpu-period", args.server_cpu_period)
+            if args.server_cpu_period is not None
+            else None
+        ),
     )
 
 

@@ -9,11 +9,15 @@
   reporting each fitted value with its standard error and the residual per
   run;
 * :func:`validate` puts measured and predicted metrics side by side with the
-  mean absolute percentage error of the reply rate.
+  mean absolute percentage error of the reply rate (overall and per
+  ``multi_accept`` setting) and, per rate, the measured and predicted
+  difference off minus on against the repeats' noise (:func:`direction`).
 
-Runs whose clients, not the server, shaped the load (``client_limited``:
-httperf ran out of descriptors or fell behind its schedule) say nothing
-about the server and are left out unless asked for.
+Runs whose clients, not the server, shaped the load
+(:meth:`~acceptsim.measure.run.MeasuredRun.client_limits`: httperf ran out
+of descriptors, fell behind its schedule or started connections late) say
+nothing about the server: calibration leaves them out unless asked for, and
+validation lists them under ``excluded`` with the reason.
 """
 
 from __future__ import annotations
@@ -79,9 +83,18 @@ def _simulate_flat(config: RunConfig) -> dict[str, Any]:
 def predict(
     runs: Sequence[MeasuredRun], costs: HostCosts, seed: int = 1, jobs: int | None = 1
 ) -> list[dict[str, Any]]:
-    """The simulator's flat record for each measured run (same seed for all)."""
+    """The simulator's flat record for each measured run (same seed for all).
+
+    Repeats of one point (same server, setting, rate, duration, timeout) have the
+    same configuration, hence the same prediction: each distinct configuration is
+    simulated once.
+    """
     configs = [config_for(r, costs, seed) for r in runs]
-    return run_many(_simulate_flat, configs, jobs=jobs, progress=False)
+    unique: dict[RunConfig, int] = {}
+    for config in configs:
+        unique.setdefault(config, len(unique))
+    records = run_many(_simulate_flat, list(unique), jobs=jobs, progress=False)
+    return [dict(records[unique[config]]) for config in configs]
 
 
 @dataclass
@@ -179,31 +192,146 @@ def calibrate(
 def validate(
     runs: Sequence[MeasuredRun], costs: HostCosts, seed: int = 1, jobs: int | None = 1
 ) -> dict[str, Any]:
-    """Measured against predicted, per run, and the reply rate's mean absolute % error."""
+    """Measured against predicted, per run, and the reply rate's mean absolute % error.
+
+    The error is averaged over the runs whose clients did not limit the load
+    (:meth:`MeasuredRun.client_limits`); the others are listed under ``excluded``
+    with the reason, never dropped silently.  ``mape_reply_rate_by_multi_accept``
+    gives the error per setting and ``direction`` compares the measured and the
+    predicted difference between the settings per rate (see :func:`direction`).
+    """
     predicted = predict(runs, costs, seed=seed, jobs=jobs)
     rows = []
-    errors = []
+    errors: dict[str, list[float]] = {"on": [], "off": []}
+    excluded = []
     for run, pred in zip(runs, predicted, strict=True):
         rec = run.record()
         measured = {k: rec.get(k) for k in COMPARED}
         predicted_row = {k: pred.get(v) for k, v in COMPARED.items()}
+        reasons = run.client_limits()
+        error = None
+        if measured["reply_rate_per_s"]:
+            error = (
+                100.0
+                * (predicted_row["reply_rate_per_s"] - measured["reply_rate_per_s"])
+                / measured["reply_rate_per_s"]
+            )
+        elif not reasons:
+            reasons = ["no replies measured (no reply-rate error defined)"]
+        setting = "on" if run.info.server.multi_accept else "off"
         rows.append(
             {
                 "run": run.path.name,
                 "multi_accept": run.info.server.multi_accept,
                 "target_rate_per_s": run.info.load.target_rate_per_s,
+                "repeat": run.info.host.repeat,
                 "client_limited": run.client_limited,
+                "excluded_because": "; ".join(reasons) or None,
                 "measured": measured,
                 "predicted": predicted_row,
+                "reply_rate_error_pct": error,
             }
         )
-        if not run.client_limited and measured["reply_rate_per_s"]:
-            errors.append(
-                abs(predicted_row["reply_rate_per_s"] - measured["reply_rate_per_s"])
-                / measured["reply_rate_per_s"]
-            )
+        if reasons:
+            excluded.append({"run": run.path.name, "reason": "; ".join(reasons)})
+        elif error is not None:
+            errors[setting].append(abs(error))
+    everything = errors["on"] + errors["off"]
     return {
         "runs": rows,
-        "mape_reply_rate": 100.0 * float(np.mean(errors)) if errors else None,
-        "runs_in_mape": len(errors),
+        "mape_reply_rate": float(np.mean(everything)) if everything else None,
+        "runs_in_mape": len(everything),
+        "mape_reply_rate_by_multi_accept": {
+            k: (float(np.mean(v)) if v else None) for k, v in errors.items()
+        },
+        "excluded": excluded,
+        "direction": direction(rows),
+    }
+
+
+def direction(rows: Sequence[dict[str, Any]], noise_sigmas: float = 2.0) -> dict[str, Any]:
+    """Per target rate: the measured and predicted reply-rate difference off minus on.
+
+    Only runs not excluded count.  The measured difference "exceeds the noise" when
+    it is more than ``noise_sigmas`` standard errors from zero, the standard error
+    being that of a difference of two means, from the sample standard deviations of
+    the repeats (``sqrt(s_on^2/n_on + s_off^2/n_off)``; a rate needs at least two
+    repeats of each setting).  The direction is right at a rate when the predicted
+    difference has the measured one's sign; ``right``/``wrong`` count the rates whose
+    measured difference exceeds the noise, and ``all_right`` is true when there is at
+    least one such rate and none is wrong.  ``pooled`` does the same for the mean
+    difference over all rates with repeats of both settings.
+    """
+    by_rate: dict[float, dict[bool, list[dict[str, Any]]]] = {}
+    for row in rows:
+        if row["excluded_because"]:
+            continue
+        by_rate.setdefault(row["target_rate_per_s"], {True: [], False: []})[
+            row["multi_accept"]
+        ].append(row)
+    points = []
+    right = wrong = 0
+    for rate in sorted(by_rate):
+        on, off = by_rate[rate][True], by_rate[rate][False]
+        if not on or not off:
+            continue
+        m_on = np.array([r["measured"]["reply_rate_per_s"] for r in on])
+        m_off = np.array([r["measured"]["reply_rate_per_s"] for r in off])
+        p_on = float(np.mean([r["predicted"]["reply_rate_per_s"] for r in on]))
+        p_off = float(np.mean([r["predicted"]["reply_rate_per_s"] for r in off]))
+        measured_diff = float(m_off.mean() - m_on.mean())
+        predicted_diff = p_off - p_on
+        if len(m_on) >= 2 and len(m_off) >= 2:
+            se = math.sqrt(m_on.var(ddof=1) / len(m_on) + m_off.var(ddof=1) / len(m_off))
+            significant = abs(measured_diff) > noise_sigmas * se
+        else:
+            se, significant = math.nan, False
+        agrees = math.copysign(1, predicted_diff) == math.copysign(1, measured_diff) and (
+            predicted_diff != 0
+        )
+        if significant:
+            right += agrees
+            wrong += not agrees
+        points.append(
+            {
+                "target_rate_per_s": rate,
+                "measured_on": [float(v) for v in m_on],
+                "measured_off": [float(v) for v in m_off],
+                "measured_on_mean": float(m_on.mean()),
+                "measured_off_mean": float(m_off.mean()),
+                "predicted_on": p_on,
+                "predicted_off": p_off,
+                "measured_off_minus_on": measured_diff,
+                "measured_diff_stderr": se,
+                "predicted_off_minus_on": predicted_diff,
+                "exceeds_noise": significant,
+                "direction_right": agrees if significant else None,
+            }
+        )
+    # all rates together: the mean over rates of the differences, whose standard error
+    # is sqrt(sum se^2) / k (the rates are independent runs)
+    usable_pts = [p for p in points if not math.isnan(p["measured_diff_stderr"])]
+    pooled: dict[str, Any] = {"rates": len(usable_pts)}
+    if usable_pts:
+        k = len(usable_pts)
+        m = sum(p["measured_off_minus_on"] for p in usable_pts) / k
+        pr = sum(p["predicted_off_minus_on"] for p in usable_pts) / k
+        se = math.sqrt(sum(p["measured_diff_stderr"] ** 2 for p in usable_pts)) / k
+        significant = abs(m) > noise_sigmas * se
+        pooled.update(
+            measured_off_minus_on=m,
+            measured_diff_stderr=se,
+            predicted_off_minus_on=pr,
+            exceeds_noise=significant,
+            direction_right=(math.copysign(1, m) == math.copysign(1, pr) and pr != 0)
+            if significant
+            else None,
+        )
+    return {
+        "noise_sigmas": noise_sigmas,
+        "rates": points,
+        "right": right,
+        "wrong": wrong,
+        "all_right": right > 0 and wrong == 0,
+        "pooled": pooled,
     }

@@ -44,6 +44,19 @@ MAX_CONNECTIONS_PER_RUN = 2_000_000
 MAX_POINTS = 200
 NSTAT_PATTERNS = ("Tcp*", "Ip*")
 MAX_PROCESSES = 64
+#: cgroup v1 ``cpu`` hierarchy and the group the harness puts nginx in (--server-cpu-quota)
+CGROUP_CPU_ROOT = Path("/sys/fs/cgroup/cpu")
+CGROUP_NAME = "acceptsim-nginx"
+#: CFS period for the quota: short, so that a throttled nginx waits a few ms at most
+#: rather than the 100 ms default period's long stalls (the kernel allows 1 ms to 1 s);
+#: lengthened when needed so that the quota itself is at least the kernel's 1 ms minimum
+DEFAULT_CPU_PERIOD_US = 2000
+MIN_CPU_QUOTA_US = 1000
+
+
+def default_cpu_period_us(quota_cpus: float) -> int:
+    """The shortest period, at least DEFAULT_CPU_PERIOD_US, whose quota is >= 1 ms."""
+    return max(DEFAULT_CPU_PERIOD_US, math.ceil(MIN_CPU_QUOTA_US / quota_cpus))
 INSTALL_HINT = (
     "install them with `apt-get install httperf nginx-light iproute2` (Debian/Ubuntu "
     "packages httperf, nginx-light and, for nstat, iproute2); nginx lives in /usr/sbin, "
@@ -70,6 +83,10 @@ class Plan:
     spacing: str
     processes: int | None  # None: as many as the descriptor limit needs
     pause_s: float
+    server_cpu_quota: float | None = None  # CPUs nginx may use (cgroup CFS quota); None: no limit
+    server_cpu_period_us: int | None = None  # None: default_cpu_period_us(quota)
+    online_cpus: int = 0  # 0: os.cpu_count(); the upper bound of server_cpu_quota
+    first_repeat: int = 1  # number of the first repeat (to add repeats to a recorded sweep)
 
     def __post_init__(self) -> None:
         if self.server != "nginx":
@@ -89,6 +106,8 @@ class Plan:
             raise ConfigError("--duration", self.duration_s, "> 0 and <= 600 s")
         if not (1 <= self.repeats <= 100):
             raise ConfigError("--repeats", self.repeats, "an integer from 1 to 100")
+        if not (1 <= self.first_repeat <= 1000):
+            raise ConfigError("--first-repeat", self.first_repeat, "an integer from 1 to 1000")
         if not (0 < self.timeout_s <= 60):
             raise ConfigError("--timeout", self.timeout_s, "> 0 and <= 60 s")
         if not (0 <= self.file_size_bytes <= 1 << 20):
@@ -101,6 +120,36 @@ class Plan:
             raise ConfigError("--processes", self.processes, f"1 to {MAX_PROCESSES}")
         if not (0 <= self.pause_s <= 60):
             raise ConfigError("--pause", self.pause_s, "0 to 60 s")
+        cpus = self.online_cpus or os.cpu_count() or 1
+        if self.server_cpu_quota is not None and not (
+            math.isfinite(self.server_cpu_quota) and 0 < self.server_cpu_quota <= cpus
+        ):
+            raise ConfigError(
+                "--server-cpu-quota",
+                self.server_cpu_quota,
+                f"a fraction of one CPU: > 0 and <= {cpus} (the number of CPUs)",
+            )
+        period = self.server_cpu_period_us
+        if period is not None:
+            if not (1000 <= period <= 1_000_000):
+                raise ConfigError("--server-cpu-period", period, "1000 to 1000000 us")
+            if self.server_cpu_quota is not None and (
+                self.server_cpu_quota * period < MIN_CPU_QUOTA_US
+            ):
+                raise ConfigError(
+                    "--server-cpu-period",
+                    period,
+                    f">= {math.ceil(MIN_CPU_QUOTA_US / self.server_cpu_quota)} us, so that "
+                    f"quota x period is at least the kernel's minimum quota of "
+                    f"{MIN_CPU_QUOTA_US} us",
+                )
+
+    @property
+    def cpu_period_us(self) -> int:
+        """The CFS period used with server_cpu_quota."""
+        if self.server_cpu_period_us is not None:
+            return self.server_cpu_period_us
+        return default_cpu_period_us(self.server_cpu_quota or 1.0)
 
     def processes_for(self, rate: float) -> int:
         """httperf processes for one rate: enough that none holds more than
@@ -229,6 +278,98 @@ def port_is_free(port: int) -> None:
             ) from None
 
 
+class CpuQuota:
+    """A cgroup v1 ``cpu`` group with a CFS quota, for nginx: ``quota x period`` us of CPU
+    time per ``period`` us, shared by every process in it.
+
+    ``with CpuQuota(...) as group`` creates ``<root>/acceptsim-nginx``; processes started
+    with ``preexec_fn=group.join`` run in it (with their children: nginx's master and its
+    worker); on exit any process left is moved back to the root group and the group is
+    removed.
+    """
+
+    def __init__(self, quota_cpus: float, period_us: int, root: Path | None = None) -> None:
+        self.quota_cpus, self.period_us = quota_cpus, period_us
+        self.quota_us = round(quota_cpus * period_us)
+        if self.quota_us < MIN_CPU_QUOTA_US:
+            raise HarnessError(
+                f"CPU quota {quota_cpus:g} x period {period_us} us is below the kernel's "
+                f"minimum quota of {MIN_CPU_QUOTA_US} us"
+            )
+        self.root = root if root is not None else CGROUP_CPU_ROOT
+        self.dir = self.root / CGROUP_NAME
+
+    def _error(self, what: str, exc: OSError) -> HarnessError:
+        return HarnessError(
+            f"--server-cpu-quota needs a writable cgroup v1 cpu hierarchy at {self.root} "
+            f"(run as root, with the cpu controller mounted there); {what}: "
+            f"{exc.strerror or exc}"
+        )
+
+    def __enter__(self) -> CpuQuota:
+        if not (self.root / "cpu.cfs_quota_us").is_file():
+            raise HarnessError(
+                f"--server-cpu-quota needs the cgroup v1 cpu controller at {self.root} "
+                f"({self.root / 'cpu.cfs_quota_us'} does not exist)"
+            )
+        try:
+            if self.dir.exists():  # left by an interrupted run: empty it, start afresh
+                self._empty()
+                self.dir.rmdir()
+            self.dir.mkdir()
+        except OSError as exc:
+            raise self._error(f"cannot create {self.dir}", exc) from None
+        try:
+            # period first: a quota longer than the old period would be refused
+            (self.dir / "cpu.cfs_period_us").write_text(str(self.period_us))
+            (self.dir / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+        except OSError as exc:
+            self.__exit__(None, None, None)
+            raise self._error(f"cannot set the quota in {self.dir}", exc) from None
+        return self
+
+    def join(self) -> None:
+        """Move the calling process into the group (a ``preexec_fn``: runs in the child)."""
+        (self.dir / "cgroup.procs").write_text(str(os.getpid()))
+
+    def pids(self) -> list[int]:
+        text = (self.dir / "cgroup.procs").read_text()
+        return [int(p) for p in text.split()]
+
+    def throttled(self) -> dict[str, int]:
+        """``cpu.stat``: nr_periods, nr_throttled, throttled_time (ns)."""
+        out = {}
+        for line in (self.dir / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                out[key] = int(value)
+        return out
+
+    def _empty(self) -> None:
+        for pid in (self.dir / "cgroup.procs").read_text().split():
+            try:
+                (self.root / "cgroup.procs").write_text(pid)
+            except OSError:  # the process has exited meanwhile
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.dir.exists():
+            return
+        try:
+            self._empty()
+        except OSError:
+            pass
+        deadline = time.monotonic() + 5.0
+        while True:  # bounded: rmdir fails while an exiting process is still listed
+            try:
+                self.dir.rmdir()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+
+
 def _pin(cpus: str, argv: list[str]) -> list[str]:
     return ["taskset", "-c", cpus, *argv] if cpus else argv
 
@@ -236,8 +377,10 @@ def _pin(cpus: str, argv: list[str]) -> list[str]:
 class Nginx:
     """nginx as a child process in a temporary prefix; ``with`` stops it whatever happens."""
 
-    def __init__(self, plan: Plan, cpus: str, nginx: str) -> None:
-        self.plan, self.cpus, self.nginx = plan, cpus, nginx
+    def __init__(
+        self, plan: Plan, cpus: str, nginx: str, group: CpuQuota | None = None
+    ) -> None:
+        self.plan, self.cpus, self.nginx, self.group = plan, cpus, nginx, group
         self.dir = Path(tempfile.mkdtemp(prefix="acceptsim-nginx-"))
         self.proc: subprocess.Popen[bytes] | None = None
         self.uri = f"/f{plan.file_size_bytes}.html"
@@ -267,7 +410,11 @@ class Nginx:
         stderr_path = self.dir / "logs" / "stderr.txt"
         with open(stderr_path, "wb") as stderr:
             self.proc = subprocess.Popen(
-                argv, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+                argv,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+                preexec_fn=self.group.join if self.group is not None else None,
             )
         url = f"http://{ADDRESS}:{self.plan.port}{self.uri}"
         direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
@@ -281,6 +428,11 @@ class Nginx:
                     body = reply.read()
                 if len(body) != self.plan.file_size_bytes:
                     raise HarnessError(f"nginx served {len(body)} bytes for {url}")
+                if self.group is not None and len(self.group.pids()) < 2:
+                    raise HarnessError(
+                        f"nginx's master and worker are not both in {self.group.dir} "
+                        f"(found pids {self.group.pids()})"
+                    )
                 return
             except urllib.error.HTTPError as exc:
                 raise HarnessError(f"nginx answered {url} with HTTP {exc.code}") from None
@@ -356,21 +508,47 @@ def measure(
         tcp_max_syn_backlog=_sysctl("net.ipv4.tcp_max_syn_backlog", 1024),
         tcp_syncookies=_sysctl("net.ipv4.tcp_syncookies", 1),
     )
-    out.mkdir(parents=True, exist_ok=True)
+    if plan.server_cpu_quota is None:
+        out.mkdir(parents=True, exist_ok=True)
+        return _measure_points(plan, out, log, cpus, tools, server_cpus, client_cpus, version,
+                               kernel, None)
+    # the group first: if cgroups are not writable, nothing is written
+    with CpuQuota(plan.server_cpu_quota, plan.cpu_period_us) as group:
+        out.mkdir(parents=True, exist_ok=True)
+        return _measure_points(plan, out, log, cpus, tools, server_cpus, client_cpus, version,
+                               kernel, group)
+
+
+def _measure_points(
+    plan: Plan,
+    out: Path,
+    log: Callable[[str], None],
+    cpus: list[int],
+    tools: dict[str, str | None],
+    server_cpus: str,
+    client_cpus: str,
+    version: str,
+    kernel: KernelInfo,
+    group: CpuQuota | None,
+) -> list[MeasuredRun]:
+    nginx = tools["nginx"]
+    assert nginx is not None
     runs = []
     for rate in plan.rates_per_s:
-        for repeat in range(1, plan.repeats + 1):
+        for repeat in range(plan.first_repeat, plan.first_repeat + plan.repeats):
             name = run_dir_name(plan, rate, repeat)
             target = out / name
             if target.exists():
                 raise HarnessError(f"{target} exists; choose another --out or remove it")
-            with Nginx(plan, server_cpus, nginx) as server:
+            with Nginx(plan, server_cpus, nginx, group) as server:
                 commands = httperf_commands(plan, rate, server.uri)
                 started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 before = snapshot(tools["nstat"])
+                cpu_before = group.throttled() if group else {}
                 outputs = run_httperfs(
                     commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
                 )
+                cpu_after = group.throttled() if group else {}
                 after = snapshot(tools["nstat"])
             info = RunInfo(
                 label=f"{plan.server} multi_accept={'on' if plan.multi_accept else 'off'} "
@@ -383,6 +561,8 @@ def measure(
                     events="epoll",
                     backlog=128,
                     cpus=server_cpus,
+                    cpu_quota=group.quota_us / group.period_us if group else 0.0,
+                    cpu_period_us=group.period_us if group else 0,
                 ),
                 kernel=kernel,
                 load=LoadInfo(
@@ -412,11 +592,17 @@ def measure(
             run = load_run(target)
             runs.append(run)
             r = run.record()
+            throttle = ""
+            if cpu_before:
+                periods = cpu_after["nr_periods"] - cpu_before["nr_periods"]
+                throttled = cpu_after["nr_throttled"] - cpu_before["nr_throttled"]
+                throttle = f", nginx throttled in {throttled} of {periods} CFS periods"
             log(
                 f"{name}: reply {r['reply_rate_per_s']:.0f}/s, "
                 f"client-timo {r['client_timeouts_per_s']:.0f}/s, "
                 f"listen overflows {r['listen_overflows_per_s']:.0f}/s, "
-                f"test-duration {r['test_duration_s']:.1f} s"
+                f"test-duration {r['test_duration_s']:.1f} s, "
+                f"httperf CPU {r['client_cpus_used']:.2f}{throttle}"
             )
             if plan.pause_s:
                 time.sleep(plan.pause_s)

@@ -44,6 +44,9 @@ from acceptsim.measure.runfile import RunInfo, read_run_info
 
 RUN_FILE = "run.toml"
 HTTPERF_FILE = "httperf.txt"
+#: a run whose clients started fewer connections per second than this fraction of the
+#: target rate measured the clients (see MeasuredRun.client_limits)
+CLIENT_START_RATE_MIN = 0.95
 
 
 @dataclass(frozen=True)
@@ -63,17 +66,59 @@ class MeasuredRun:
         """The longest httperf test-duration (the processes run side by side)."""
         return max(r.totals.test_duration_s for r in self.reports)
 
+    def client_limits(self) -> list[str]:
+        """Why the clients, not the server, shaped this run's load (empty: they did not).
+
+        The load is client-limited when an httperf
+
+        * ran out of descriptors, local ports or its connection table (fd-unavail,
+          addrunavail, ftab-full errors); or
+        * fell behind its schedule: test-duration beyond duration + timeout + 1 s
+          (httperf starts every one of its ``rate x duration`` connections, late if
+          it must, and a step lasts at most ``timeout``); or
+        * started its connections at under CLIENT_START_RATE_MIN of its target rate
+          over its load window (:meth:`load_window_s`).
+
+        httperf's own CPU share is *not* a criterion: httperf polls in a busy loop, so
+        its processes together report about 100% of their CPU at every rate (one
+        process at 300/s already shows 64%).
+        """
+        load = self.info.load
+        reasons = []
+        short = [
+            r for r in self.reports
+            if r.errors.fd_unavail or r.errors.addrunavail or r.errors.ftab_full
+        ]
+        if short:
+            totals = {
+                "fd-unavail": sum(r.errors.fd_unavail for r in short),
+                "addrunavail": sum(r.errors.addrunavail for r in short),
+                "ftab-full": sum(r.errors.ftab_full for r in short),
+            }
+            bad = ", ".join(f"{k} {v}" for k, v in totals.items() if v)
+            reasons.append(
+                f"{len(short)} of {len(self.reports)} httperf processes ran out of client "
+                f"resources ({bad})"
+            )
+        late = load.duration_s + load.timeout_s + 1.0
+        slowest = self.test_duration_s
+        if slowest > late:
+            reasons.append(
+                f"httperf fell behind its schedule: test-duration {slowest:.1f} s > "
+                f"duration + timeout + 1 s = {late:g} s"
+            )
+        started = sum(r.totals.connections / self.load_window_s(r) for r in self.reports)
+        if started < CLIENT_START_RATE_MIN * load.target_rate_per_s:
+            reasons.append(
+                f"connections started at {started:.0f}/s, under "
+                f"{CLIENT_START_RATE_MIN:.0%} of the target {load.target_rate_per_s:g}/s"
+            )
+        return reasons
+
     @property
     def client_limited(self) -> bool:
-        """True when the clients, not the server, shaped the load: an httperf ran out of
-        descriptors, ports or its connection table (fd-unavail, addrunavail, ftab-full), or
-        fell behind its schedule (test-duration beyond duration + timeout + 1 s)."""
-        late = self.info.load.duration_s + self.info.load.timeout_s + 1.0
-        return any(
-            r.errors.fd_unavail or r.errors.addrunavail or r.errors.ftab_full
-            or r.totals.test_duration_s > late
-            for r in self.reports
-        )
+        """True when the clients, not the server, shaped the load (see :meth:`client_limits`)."""
+        return bool(self.client_limits())
 
     def load_window_s(self, report: HttperfReport) -> float:
         """How long one httperf process kept starting connections.
@@ -172,6 +217,8 @@ class MeasuredRun:
             "client_cpus_used": sum(r.cpu_time.total_pct for r in reports) / 100.0,
             "max_connect_burst": max((r.max_connect_burst or 0) for r in reports),
             "client_limited": self.client_limited,
+            "client_limit_reasons": "; ".join(self.client_limits()),
+            "server_cpu_quota": info.server.cpu_quota,
             "max_concurrent_connections": sum(r.connection_rate.max_concurrent for r in reports),
             "listen_overflows_per_s": counter_rate("TcpExtListenOverflows"),
             "listen_drops_per_s": counter_rate("TcpExtListenDrops"),

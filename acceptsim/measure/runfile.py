@@ -16,6 +16,8 @@ file and the key)::
     events = "epoll"
     backlog = 128             # listen(2) backlog asked for
     cpus = "0"                # taskset CPU list of the server ("" = not pinned)
+    cpu_quota = 0.3           # CPUs the server could use (cgroup CFS quota / period; 0 = no limit)
+    cpu_period_us = 2000      # CFS period of that quota (0 = no limit)
 
     [kernel]                  # KernelInfo
     profile = "linux-modern"  # the simulator's kernel profile for this host
@@ -72,6 +74,32 @@ class ServerInfo(Params):
     events: str = param("epoll", unit="", doc="event mechanism (nginx 'use')")
     backlog: int = param(128, unit="connections", ge=1, doc="listen(2) backlog asked for")
     cpus: str = param("", unit="", doc="CPU list the server was pinned to ('' = not pinned)")
+    cpu_quota: float = param(
+        0.0,
+        unit="CPUs",
+        ge=0.0,
+        le=1024.0,
+        doc="CPU time the server's cgroup could use per unit of wall time (CFS quota / "
+        "period, acceptsim measure --server-cpu-quota); 0 = no limit",
+    )
+    cpu_period_us: int = param(
+        0,
+        unit="us",
+        ge=0,
+        le=1_000_000,
+        doc="CFS period of cpu_quota (cgroup cpu.cfs_period_us); 0 = no limit",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.cpu_quota > 0) != (self.cpu_period_us > 0):
+            raise ConfigError(
+                "server.cpu_period_us",
+                self.cpu_period_us,
+                f"> 0 exactly when server.cpu_quota > 0 (cpu_quota = {self.cpu_quota})",
+            )
+        if self.cpu_period_us and not 1000 <= self.cpu_period_us:
+            raise ConfigError("server.cpu_period_us", self.cpu_period_us, "0 or 1000 to 1000000")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acceptsim.measure import load_run
-from acceptsim.measure.calibrate import calibrate, config_for, validate
+from acceptsim.measure.calibrate import calibrate, config_for, direction, validate
 from acceptsim.measure.synthetic import write_run
 from models import RunConfig, simulate
 from models.costs import CLUSTER1
@@ -70,3 +70,91 @@ def test_an_unknown_cost_to_fit_is_named(tmp_path) -> None:
     runs = simulated_runs(tmp_path, CLUSTER1, [5000], duration=0.5)
     with pytest.raises(ConfigError, match="--fit='nosuch_s'"):
         calibrate(runs, fit=["nosuch_s"])
+
+
+QUOTA = SAMPLES.parent / "nginx-loopback-quota"
+
+
+def test_client_limits_name_their_reason() -> None:
+    contended = load_run(SAMPLES / "nginx-multi_accept-on-rate-014000-rep-1")
+    reasons = " ".join(contended.client_limits())
+    assert contended.client_limited
+    assert "httperf processes ran out of client resources (fd-unavail" in reasons
+    assert "fell behind its schedule" in reasons and "under 95% of the target" in reasons
+    # nginx limited to 0.1 CPU overflows at 8000/s, but the clients kept their schedule
+    overloaded = load_run(QUOTA / "nginx-multi_accept-off-rate-008000-rep-1")
+    assert overloaded.record()["listen_overflows_per_s"] > 1000
+    assert overloaded.client_limits() == [] and not overloaded.client_limited
+
+
+def test_validate_lists_the_excluded_runs_with_their_reason(monkeypatch) -> None:
+    import acceptsim.measure.calibrate as cal
+
+    runs = [
+        load_run(SAMPLES / "nginx-multi_accept-on-rate-014000-rep-1"),
+        load_run(QUOTA / "nginx-multi_accept-on-rate-003000-rep-1"),
+    ]
+    fake = {
+        "reply_rate_per_s": 3300.0,
+        "connection_rate_per_s": 3300.0,
+        "client_timeouts_per_s": 0.0,
+        "nstat_per_s.TcpExtListenOverflows": 0.0,
+    }
+    monkeypatch.setattr(cal, "predict", lambda runs, *a, **k: [dict(fake) for _ in runs])
+    report = validate(runs, CLUSTER1)
+    assert [e["run"] for e in report["excluded"]] == [runs[0].path.name]
+    assert "fd-unavail" in report["excluded"][0]["reason"]
+    assert report["runs"][0]["excluded_because"] == report["excluded"][0]["reason"]
+    assert report["runs_in_mape"] == 1
+    assert report["mape_reply_rate"] == pytest.approx(10.0)
+    assert report["mape_reply_rate_by_multi_accept"] == {"on": pytest.approx(10.0), "off": None}
+
+
+def _row(multi: bool, rate: float, measured: float, predicted: float) -> dict:
+    return {
+        "multi_accept": multi,
+        "target_rate_per_s": rate,
+        "excluded_because": None,
+        "measured": {"reply_rate_per_s": measured},
+        "predicted": {"reply_rate_per_s": predicted},
+    }
+
+
+@pytest.mark.parametrize(
+    ("measured_off", "predicted_off", "right"),
+    [
+        ((900, 910, 905), 950, True),  # off below on, predicted below: right
+        ((900, 910, 905), 1050, False),  # predicted above: wrong
+        ((960, 1040, 1000), 950, None),  # measured difference within the noise
+    ],
+)
+def test_direction_counts_only_differences_beyond_the_noise(
+    measured_off, predicted_off, right
+) -> None:
+    rows = [_row(True, 1000, m, 1000) for m in (995, 1000, 1005)]
+    rows += [_row(False, 1000, m, predicted_off) for m in measured_off]
+    d = direction(rows)
+    (point,) = d["rates"]
+    assert point["direction_right"] is right
+    assert point["exceeds_noise"] is (right is not None)
+    assert (d["right"], d["wrong"]) == {True: (1, 0), False: (0, 1), None: (0, 0)}[right]
+    assert d["all_right"] is (right is True)
+    assert d["pooled"]["direction_right"] is right
+
+
+def test_quota_sweep_calibrated_on_multi_accept_on_predicts_off() -> None:
+    """The issue's check: fitted to the multi_accept=on runs of the quota sweep, the
+    simulator predicts the off runs' reply rate within 15% MAPE and gets the sign of
+    off minus on right wherever the measured difference exceeds its noise."""
+    from acceptsim.config_io import load_params_file
+    from acceptsim.measure import find_runs
+
+    costs, _ = load_params_file(QUOTA.parent / "nginx-loopback-quota.params.toml")
+    runs = [load_run(d) for d in find_runs(QUOTA)]
+    report = validate(runs, costs)
+    assert report["excluded"] == []  # the clients kept their schedule at every rate
+    assert report["mape_reply_rate_by_multi_accept"]["off"] <= 15.0
+    d = report["direction"]
+    assert d["wrong"] == 0 and d["right"] >= 1
+    # both measured and predicted: off serves fewer replies than on, on average over rates
+    assert d["pooled"]["measured_off_minus_on"] < 0 and d["pooled"]["predicted_off_minus_on"] < 0

@@ -19,12 +19,16 @@ from acceptsim.cli import main
 from acceptsim.measure import load_run
 from acceptsim.measure.harness import (
     ADDRESS,
+    CGROUP_CPU_ROOT,
+    CGROUP_NAME,
     HTTPERF_MAX_OPEN,
+    CpuQuota,
     HarnessError,
     Nginx,
     Plan,
     check_tools,
     cpu_split,
+    default_cpu_period_us,
     httperf_commands,
     nginx_conf,
 )
@@ -91,6 +95,14 @@ def test_only_the_missing_tool_is_named(
         (["--server", "apache"], "--server"),
         (["--port", "80"], "--port"),
         (["--processes", "500"], "--processes"),
+        (["--first-repeat", "0"], "--first-repeat"),
+        (["--server-cpu-quota", "0"], "--server-cpu-quota"),
+        (["--server-cpu-quota", "-0.5"], "--server-cpu-quota"),
+        (["--server-cpu-quota", "nan"], "--server-cpu-quota"),
+        (["--server-cpu-quota", "lots"], "--server-cpu-quota"),
+        (["--server-cpu-quota", str((os.cpu_count() or 1) + 1)], "--server-cpu-quota"),
+        (["--server-cpu-quota", "0.5", "--server-cpu-period", "999"], "--server-cpu-period"),
+        (["--server-cpu-quota", "0.1", "--server-cpu-period", "5000"], "--server-cpu-period"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(
@@ -128,6 +140,72 @@ def test_load_is_split_so_no_httperf_needs_more_descriptors_than_it_has(
         assert f"--timeout={timeout:g}" in c and "--num-calls=1" in c
         period = next(a for a in c if a.startswith("--period=e"))
         assert float(period[len("--period=e"):]) == pytest.approx(n / rate, rel=1e-6)
+
+
+def test_cpu_quota_bounds_and_period() -> None:
+    with pytest.raises(ConfigError, match="<= 2 .the number of CPUs"):
+        plan(server_cpu_quota=2.5, online_cpus=2)
+    assert plan(server_cpu_quota=2.0, online_cpus=2).server_cpu_quota == 2.0
+    # the default period is short, and long enough that the quota is the kernel's 1 ms minimum
+    assert default_cpu_period_us(0.5) == 2000 and default_cpu_period_us(0.1) == 10000
+    assert plan(server_cpu_quota=0.3).cpu_period_us == 3334
+    assert plan(server_cpu_quota=0.3, server_cpu_period_us=5000).cpu_period_us == 5000
+    with pytest.raises(ConfigError, match=">= 10000 us"):
+        plan(server_cpu_quota=0.1, server_cpu_period_us=2000)
+
+
+def fake_cgroup_root(tmp_path: Path) -> Path:
+    root = tmp_path / "cpu"
+    root.mkdir()
+    for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cgroup.procs"):
+        (root / name).write_text("")
+    return root
+
+
+def test_cpu_quota_group_is_made_set_and_removed(tmp_path: Path) -> None:
+    root = fake_cgroup_root(tmp_path)
+    group = CpuQuota(0.25, 4000, root)
+    with group:
+        assert (root / CGROUP_NAME / "cpu.cfs_period_us").read_text() == "4000"
+        assert (root / CGROUP_NAME / "cpu.cfs_quota_us").read_text() == "1000"
+        group.join()
+        assert group.pids() == [os.getpid()]
+        # a real cgroup's files go with it; a plain directory's must be deleted first
+        for f in (root / CGROUP_NAME).iterdir():
+            f.unlink()
+    assert not (root / CGROUP_NAME).exists()
+
+
+def test_cpu_quota_errors_say_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="cgroup v1 cpu controller at .*does not exist"):
+        with CpuQuota(0.5, 2000, tmp_path / "nowhere"):
+            pass
+    root = fake_cgroup_root(tmp_path)
+    (root / CGROUP_NAME).write_text("not a directory")
+    with pytest.raises(HarnessError, match="writable cgroup v1 cpu hierarchy .*cannot create"):
+        with CpuQuota(0.5, 2000, root):
+            pass
+    with pytest.raises(HarnessError, match="below the kernel's minimum quota"):
+        CpuQuota(0.1, 2000, root)
+
+
+def test_unwritable_cgroups_are_a_clear_error_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import acceptsim.measure.harness as harness
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script(bin_dir, "httperf", "exit 0")
+    script(bin_dir, "nginx", "echo 'nginx version: nginx/1.22.1' >&2")
+    script(bin_dir, "taskset", 'shift 2; exec "$@"')
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", tmp_path / "no-cgroup")
+    out = tmp_path / "out"
+    assert main([*ARGS, "--server-cpu-quota", "0.5", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--server-cpu-quota needs the cgroup v1 cpu controller at" in err
+    assert not out.exists()
 
 
 def test_deterministic_spacing_uses_httperf_rate() -> None:
@@ -210,6 +288,28 @@ def test_measure_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         s.settimeout(1.0)
         s.connect((ADDRESS, port))
     assert os.path.isdir(out)
+
+
+@pytest.mark.slow
+def test_measure_with_a_cpu_quota_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not (shutil.which("httperf") and shutil.which("nginx")):
+        pytest.skip("httperf and nginx are not installed (Debian: httperf nginx-light)")
+    if not os.access(CGROUP_CPU_ROOT / "cpu.cfs_quota_us", os.W_OK):
+        pytest.skip(f"no writable cgroup v1 cpu hierarchy at {CGROUP_CPU_ROOT}")
+    out = tmp_path / "runs"
+    status = main(
+        ["measure", "--multi-accept", "on", "--rates", "300", "--duration", "2",
+         "--repeats", "1", "--timeout", "1", "--pause", "0", "--port", str(_free_port()),
+         "--server-cpu-quota", "0.5", "--out", str(out)]
+    )
+    assert status == 0, capsys.readouterr().err
+    (run_dir,) = sorted(out.iterdir())
+    run = load_run(run_dir)
+    assert run.info.server.cpu_quota == 0.5 and run.info.server.cpu_period_us == 2000
+    assert run.record()["reply_rate_per_s"] == pytest.approx(300, rel=0.15)
+    assert not (CGROUP_CPU_ROOT / CGROUP_NAME).exists()
 
 
 def test_a_port_in_use_is_refused(tmp_path: Path) -> None:

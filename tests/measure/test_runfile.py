@@ -53,6 +53,10 @@ def test_recorded_files_validate_and_round_trip(run_dir: Path) -> None:
         ("server", "multi_acept", True, "server.multi_acept", "unknown key; allowed: name"),
         ("server", "multi_accept", "yes", "server.multi_accept", "true or false"),
         ("server", "backlog", 0, "server.backlog", ">= 1"),
+        ("server", "cpu_quota", -0.1, "server.cpu_quota", ">= 0"),
+        ("server", "cpu_quota", 0.1, "server.cpu_period_us", "> 0 exactly when"),
+        ("server", "cpu_period_us", 2000, "server.cpu_period_us", "> 0 exactly when"),
+        ("server", "cpu_period_us", 2_000_000, "server.cpu_period_us", "<= 1e+06"),
         ("load", "target_rate_per_s", -5, "load.target_rate_per_s", "> 0"),
         ("load", "target_rate_per_s", "fast", "load.target_rate_per_s", "a number"),
         ("load", "spacing", "bursty", "load.spacing", "one of 'poisson'"),
@@ -87,6 +91,29 @@ def test_required_keys(table: str, key: str) -> None:
     del data[table][key]
     with pytest.raises(ConfigError, match=f"run.toml: {table}.{key}=None .*required"):
         parse_run_info(data)
+
+
+def test_cpu_quota_is_recorded_with_its_period() -> None:
+    info = parse_run_info(with_change("server", "cpu_quota", 0.1) | {
+        "server": {"name": "nginx", "cpu_quota": 0.1, "cpu_period_us": 10000}
+    })
+    assert info.server.cpu_quota == 0.1 and info.server.cpu_period_us == 10000
+    assert parse_run_info(tomllib.loads(info.to_toml())) == info
+    # a quota with a period under the kernel's 1 ms minimum is refused
+    with pytest.raises(ConfigError, match="server.cpu_period_us"):
+        parse_run_info(with_change("server", "cpu_quota", 0.1) | {
+            "server": {"name": "nginx", "cpu_quota": 0.1, "cpu_period_us": 500}
+        })
+    # runs recorded before the option existed had no limit
+    assert parse_run_info(MINIMAL).server.cpu_quota == 0.0
+
+
+def test_the_quota_sweep_records_its_quota() -> None:
+    quota_runs = [d for d in RUN_DIRS if d.parent.name == "nginx-loopback-quota"]
+    assert len(quota_runs) == 96
+    for d in quota_runs:
+        server = read_run_info(d / "run.toml").server
+        assert server.cpu_quota == pytest.approx(0.1) and server.cpu_period_us == 10000
 
 
 def test_required_table() -> None:
