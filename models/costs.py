@@ -38,7 +38,7 @@ _FIT_KNOT = (
     "at accept-limit 1, 14,000 at 50, and at 100 slightly above limit 1 (taken as 12,500); "
     "peak = best reply rate over target rates 12k..20k, 8 s runs with 3 s warm-up, seed 1; "
     "Nelder-Mead, 10 evaluations from (6.9 us, 7.6 us, 0.09 us), giving 11,653 (-2.9%), "
-    "13,136 (-6.2%) and 13,009 (+4.1%); limits 50 and 100 run identically until accept "
+    "13,130 (-6.2%) and 13,008 (+4.1%); limits 50 and 100 run identically until accept "
     "phases reach 50 connections, so their peaks cannot be pulled further apart; see "
     "`python -m models.calibration knot` and models/calibration_results.toml.  The "
     "class default (cluster1, which ran no Knot) is an unfitted estimate"

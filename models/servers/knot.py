@@ -285,8 +285,9 @@ class Knot(Server):
                 if self.per_connection_threads and accepted:
                     self.runq.append(th)  # yield to the new threads, then accept again
                     return
-                if not th.batch:
-                    continue  # none left: wait for the listening socket again
+                if not th.batch:  # none (skipped, or others took them): block on the socket
+                    self.accept_waiters.append(th)
+                    return
                 self._account()
                 self.busy += 1
                 continue
