@@ -66,6 +66,9 @@ class Problem:
     seed: int = 1
 
 
+#: target rates of the Knot fit: the rates of scenarios/knot_one_packet.toml around the peaks
+KNOT_RATES = (12000, 13000, 14000, 16000, 20000)
+
 PROBLEMS = {
     "tux": Problem(
         "tux",
@@ -76,13 +79,14 @@ PROBLEMS = {
             Target("tux", math.inf, 20194, (18000, 20000, 21000, 22000, 23000, 24000)),
         ),
     ),
+    # limit 100: the brief's "a slightly higher peak than limit 1", taken as 12,500
     "knot": Problem(
         "knot",
         "cluster2",
-        ("knot_io_s", "knot_poll_per_conn_s"),
-        (
-            Target("knot", 1, 12000, (10000, 12000, 13000, 14000, 16000)),
-            Target("knot", 50, 14000, (10000, 12000, 13000, 14000, 16000)),
+        ("knot_io_s", "knot_listen_poll_s", "knot_poll_per_conn_s"),
+        tuple(
+            Target("knot", limit, peak, KNOT_RATES)
+            for limit, peak in ((1, 12000), (50, 14000), (100, 12500))
         ),
     ),
 }
@@ -212,9 +216,12 @@ def fit(problem: Problem, maxfev: int = 12, jobs: int | None = None) -> dict[str
               f"residuals {np.round(res, 4)}", flush=True)
         return score
 
+    # first field +10%, each other +20%: a simplex that spans every field
+    steps = np.diag([1.1] + [1.2] * (len(x0) - 1))
+    simplex = np.vstack([x0, x0 * np.where(steps > 0, steps, 1.0)])
     result = minimize(objective, x0, method="Nelder-Mead",
                       options={"maxfev": maxfev, "xatol": 0.05, "fatol": 1e-5,
-                               "initial_simplex": np.array([x0, x0 * [1.1, 1.0], x0 * [1.0, 1.2]])})
+                               "initial_simplex": simplex})
     best_us = np.maximum(result.x, 0.0)
     best = dict(zip(problem.fields, (float(v) * 1e-6 for v in best_us), strict=True))
     res = residuals(problem, list(best.values()), jobs)

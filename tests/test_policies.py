@@ -232,6 +232,14 @@ def test_a_policy_that_always_skips_starves_tux_without_hanging() -> None:
     assert r["accept_phases_skipped"] > 0
 
 
+def test_a_policy_that_always_skips_blocks_knot_threads_on_the_socket() -> None:
+    """Skipped phases do not spin: the threads block until a poll wakes them."""
+    r = simulate(short(server="knot", costs="cluster2", duration_s=0.3), policy=Sequence([0]))
+    assert r["accept_rate_per_s"] == 0 and r["accept_phases_per_s"] == 0
+    assert r["accept_phases_skipped"] > 0
+    assert r["cpu_share"]["accept"] < 0.05
+
+
 def test_the_readme_policy_example_runs() -> None:
     from pathlib import Path
 

@@ -13,12 +13,39 @@ descriptor is ready.
 
 **Knot-C** (``--server knot``): a fixed pool of threads (1,000 in the
 paper).  Each thread accepts up to accept-limit connections without
-blocking (it blocks on the listening socket only when it got none), then
-serves each of them to completion, all requests of a persistent connection
-up to the client's close, before it accepts again.  Connections a thread has
-accepted but not yet reached stay open, waiting; with limits of 50-100 and a
-thousand threads, open connections climb into the tens of thousands and the
-poll cost with them.
+blocking and blocks on the listening socket only when it has none: so each
+accept phase opens with a wait for the listening socket to be readable, a
+poll() on that one descriptor through Capriccio's wrapper
+(``knot_listen_poll_s + knot_io_s``), which returns at once when connections
+are queued; a thread woken by a scheduler poll that reported the socket
+skips it.  Then non-blocking accepts, ending early with a failed accept
+(EAGAIN) when the queue runs dry.  The thread then serves each connection
+to completion, all requests of a persistent connection up to the client's
+close (it blocks on the connection until the client's FIN), before it
+accepts again.  Connections a thread has accepted but not yet reached stay
+open, waiting.
+
+Why the accept-limit matters, in this model: the readiness wait is paid once
+per accept phase, like the userver's select(), so once per connection at
+limit 1 and once per up to 50 at limit 50, which gives limit 50 more
+capacity.  But a thread serves its batch one connection per scheduler round
+(each waits for its FIN), so a batch holds connections open, and with
+limits of 50-100 and a thousand threads, open connections climb into the
+thousands or tens of thousands and the poll cost with them: past its peak
+limit 100 falls off.  The other per-connection costs of Capriccio (the
+wrapper on accept, read, write, close; one block on the connection; a
+context switch) are the same at every limit.
+
+Mechanisms examined with the counters below and not used, because they do
+not act at limit 1's peak (docs/design.md, "Knot", has the numbers): failed
+accepts and blocks on the listening socket (at and above its peak a limit-1
+thread almost always finds a connection queued), a thundering herd (waking
+every thread blocked on the listening socket, ``acceptor_wakeups`` = the
+pool: it costs CPU below saturation, but at and above the peak every thread
+holds a connection and none waits), and reading a request before it has
+arrived (at and above the peak a limit-1 thread accepts connections that have
+waited milliseconds in the accept queue, far longer than the gap between a
+client's ACK and its request).
 
 **Knot-A** (``--server knot-a``): one acceptor thread accepts the
 connections in the queue (up to the accept-limit; the paper's Knot-A has no
@@ -36,19 +63,16 @@ work queue a policy sees is the runnable threads.
 Threads blocked on the listening socket wait in a FIFO list; a poll that
 finds the accept queue non-empty wakes ``acceptor_wakeups`` of them.
 
-Known gap: with these mechanisms accept-limit 100 holds tens of thousands
-of connections open and falls off past its peak as in the paper, but limit
-50 does not beat limit 1 (the paper: about 14,000 against 12,000); neither
-waking one acceptor per poll nor waking all of them (a thundering herd)
-produces the gain, because Knot at limit 1 is bound by per-connection CPU,
-not by how fast it accepts.  See models/calibration_results.toml.
+Counters (``result_extras``): per accepted connection, waits for the
+listening socket and how many blocked, failed accepts, blocks on a
+connection, context switches; polls per second and their CPU share.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
@@ -92,12 +116,13 @@ class KnotParams(Params):
 class _Thread:
     """One user-level thread: the connections it has accepted and the one it serves."""
 
-    __slots__ = ("batch", "conn", "acceptor")
+    __slots__ = ("batch", "conn", "acceptor", "listen_ready")
 
     def __init__(self, acceptor: bool = True) -> None:
         self.batch: deque[Connection] = deque()
         self.conn: Connection | None = None
         self.acceptor = acceptor  # Knot-A's per-connection threads are not
+        self.listen_ready = False  # woken by a poll that reported the listening socket
 
 
 class Knot(Server):
@@ -126,8 +151,13 @@ class Knot(Server):
         self.max_threads = 0
         # counters (cumulative)
         self.polls = 0
+        self.poll_time = 0.0  # CPU seconds spent in the scheduler's polls
         self.switches = 0
         self.requests = 0
+        self.listen_waits = 0  # waits for the listening socket that found it readable
+        self.listen_blocks = 0  # ... that found it empty: the thread blocked on it
+        self.failed_accepts = 0  # accept() calls that failed with EAGAIN
+        self.conn_blocks = 0  # a thread blocked on its connection (waiting for data or EOF)
         self._open_area = 0.0
         self._busy_area = 0.0
         self._since = env.now
@@ -177,8 +207,10 @@ class Knot(Server):
                 ):
                     yield BLOCK
                     continue
-                yield SCHEDULE, costs.knot_poll_base_s + costs.knot_poll_per_conn_s * self.open
+                poll = costs.knot_poll_base_s + costs.knot_poll_per_conn_s * self.open
+                yield SCHEDULE, poll
                 self.polls += 1
+                self.poll_time += poll
                 for th in self.io_ready:
                     th.conn.ready = False  # type: ignore[union-attr]
                     th.conn.server = None  # type: ignore[union-attr]
@@ -187,7 +219,9 @@ class Knot(Server):
                 if self._listen_ready():
                     waiters = self.accept_waiters
                     for _ in range(min(self.params.acceptor_wakeups, len(waiters))):
-                        runq.append(waiters.popleft())
+                        th = waiters.popleft()
+                        th.listen_ready = True
+                        runq.append(th)
                 # a work phase: the runnable threads run until none is left or the budget ends
                 ends_at = env._now + self.policy.work_budget(self)
                 continue
@@ -214,13 +248,24 @@ class Knot(Server):
                     self.busy -= 1
                     self.threads -= 1
                     return
-                # accept phase: up to accept-limit connections without blocking
+                # accept phase: wait for the listening socket (at once if a poll has just
+                # reported it), then accept up to accept-limit connections without blocking
+                if th.listen_ready:
+                    th.listen_ready = False
+                else:
+                    yield ACCEPT, costs.knot_listen_poll_s + io
+                    if not self._listen_ready():
+                        self.listen_blocks += 1
+                        self.accept_waiters.append(th)  # block on the listening socket
+                        return
+                    self.listen_waits += 1
                 limit = self.policy.accept_limit(self)
                 accepted = 0
                 while accepted < limit and self.open < self.params.max_connections:
                     new = listen.accept()
                     if new is None:
                         yield ACCEPT, costs.accept_empty_s + io
+                        self.failed_accepts += 1
                         break
                     yield ACCEPT, costs.accept_s + io
                     accepted += 1
@@ -240,8 +285,8 @@ class Knot(Server):
                 if self.per_connection_threads and accepted:
                     self.runq.append(th)  # yield to the new threads, then accept again
                     return
-                if not th.batch:
-                    self.accept_waiters.append(th)  # block on the listening socket
+                if not th.batch:  # none (skipped, or others took them): block on the socket
+                    self.accept_waiters.append(th)
                     return
                 self._account()
                 self.busy += 1
@@ -264,6 +309,7 @@ class Knot(Server):
                     self.busy -= 1
                 continue
             conn.server = th  # block until the descriptor is readable
+            self.conn_blocks += 1
             return
 
     def _account(self) -> None:
@@ -285,6 +331,27 @@ class Knot(Server):
             "open_area": self._open_area,
             "busy_area": self._busy_area,
             "switches": self.switches,
+            "poll_time": self.poll_time,
+            "listen_waits": self.listen_waits,
+            "listen_blocks": self.listen_blocks,
+            "failed_accepts": self.failed_accepts,
+            "conn_blocks": self.conn_blocks,
+        }
+
+    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+        """Where Knot's scheduling time goes, per accepted connection (over the window):
+        waits for the listening socket (``knot_listen_waits_per_conn``) and how many of them
+        blocked, failed accept() calls, blocks on a connection, user-level context switches,
+        and the scheduler's polls (per second, and their share of the CPU)."""
+        per = diff["accepts"] or 1
+        return {
+            "knot_listen_waits_per_conn": (diff["listen_waits"] + diff["listen_blocks"]) / per,
+            "knot_listen_blocks_per_conn": diff["listen_blocks"] / per,
+            "knot_failed_accepts_per_conn": diff["failed_accepts"] / per,
+            "knot_conn_blocks_per_conn": diff["conn_blocks"] / per,
+            "knot_switches_per_conn": diff["switches"] / per,
+            "knot_polls_per_s": diff["select_calls"] / window,
+            "knot_poll_cpu_share": diff["poll_time"] / window,
         }
 
 
