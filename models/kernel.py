@@ -145,6 +145,8 @@ class ListenSocket:
         self._two_segments = 2 * costs.rx_segment_s
         self._fin_cost = costs.rx_segment_s + costs.tx_segment_s  # FIN in, its ACK out
         self.accept_queue: deque[Connection] = deque()
+        #: first SYN-ACK retransmission timers of overflowed requests (can be thousands)
+        self._synack_timers = env.timer_lane()
         self.syn_len = 0  # open requests in the SYN queue
         self.syn_young = 0  # of which young
         # counters (cumulative; the run takes differences over its window)
@@ -218,7 +220,7 @@ class ListenSocket:
             if not conn.acked:
                 conn.acked = True
                 if not conn.cookie:  # a real open request: arm the SYN-ACK timer
-                    self.env.call_at(
+                    self._synack_timers.call_at(
                         conn.synq_at + self.profile.synack_rto_s, self._synack_timer, conn
                     )
                 self.client.request_unacknowledged(conn)
