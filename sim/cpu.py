@@ -89,7 +89,10 @@ class Cpu:
     def wake(self) -> None:
         """Make a sleeping task runnable now (no effect if it is running)."""
         if self.task_end == INF and self._task is not None:
-            self._resume_at(self.env._now)
+            now = self.env._now
+            free = self.kernel_free_at
+            self._category = None
+            self.task_end = free if free > now else now
 
     def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at

@@ -153,8 +153,7 @@ class Knot(Server):
         if th is not None and not conn.ready:
             conn.ready = True
             self.io_ready.append(th)  # type: ignore[arg-type]
-            if self.cpu.blocked:
-                self.cpu.wake()
+            self.cpu.wake()  # no effect if the task is running
 
     # -- the user-level scheduler ---------------------------------------------------------
     def _listen_ready(self) -> bool:

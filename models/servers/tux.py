@@ -135,8 +135,7 @@ class Tux(Server):
     def readable(self, conn: Connection) -> None:
         if not conn.ready:
             self._enqueue(conn)
-            if self.cpu.blocked:
-                self.cpu.wake()
+            self.cpu.wake()  # no effect if the task is running
 
     def _enqueue(self, conn: Connection) -> None:
         conn.ready = True
@@ -223,8 +222,7 @@ class Tux(Server):
                 self.items_worked += items
 
     def _wake(self, _: object) -> None:
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running
 
     @property
     def work_queue_len(self) -> int:

@@ -235,8 +235,7 @@ class TwoClass(Server):
     # -- the kernel wakes blocked processes ---------------------------------------------
     def make_runnable(self, w: _Worker) -> None:
         (self.runq_bg if w.background else self.runq_fg).append(w)
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running
 
     def accept_ready(self) -> None:
         pass  # a waiter is woken per queued connection (_Socket.queued)

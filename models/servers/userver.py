@@ -92,8 +92,7 @@ class Userver(Server):
         if not conn.ready:
             conn.ready = True
             self.ready.append(conn)
-            if self.cpu.blocked:
-                self.cpu.wake()
+            self.cpu.wake()  # no effect if the task is running
 
     # -- the server loop ----------------------------------------------------------------
     def select_cost(self) -> float:
