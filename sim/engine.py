@@ -26,6 +26,7 @@ first, then heap entries in scheduling order (SimPy's rule).
 
 from __future__ import annotations
 
+import gc
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
@@ -203,6 +204,20 @@ class Environment(simpy.Environment):
         at = float(until)
         if at < self._now:
             raise ValueError(f"until={at} lies before the current time {self._now}")
+        # Python's cyclic garbage collector is paused while the loop runs: it
+        # would repeatedly scan the many live connection records and events,
+        # and the models create no reference cycles (reference counting frees
+        # everything).  Saves about 3% of a run.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run_until(at)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run_until(self, at: float) -> None:
+        """The event loop of :meth:`run`, with the CPU's task advanced between events."""
         queue = self._queue
         cpu = self.cpu
         task_time = cpu.task_time

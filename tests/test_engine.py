@@ -132,3 +132,16 @@ def test_a_timer_lane_runs_timers_in_the_order_call_at_would(with_cpu: bool) -> 
     expected = order(use_lane=False)
     assert len(expected) > 300
     assert order(use_lane=True) == expected
+
+
+def test_the_loop_pauses_the_cyclic_collector_and_restores_it() -> None:
+    import gc
+
+    env = Environment()
+    Cpu(env, ["work"])
+    seen = []
+    env.call_at(1.0, lambda _: seen.append(gc.isenabled()))
+    assert gc.isenabled()
+    env.run(until=2)
+    assert seen == [False]
+    assert gc.isenabled()
