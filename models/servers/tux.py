@@ -133,15 +133,12 @@ class Tux(Server):
 
     # -- what the kernel tells the server ---------------------------------------------
     def readable(self, conn: Connection) -> None:
-        if not conn.ready:
-            self._enqueue(conn)
+        if not conn.ready:  # queue it on work_pending
+            conn.ready = True
+            self._push(conn)
+            if len(self.work_pending) > self.max_work_pending:
+                self.max_work_pending = len(self.work_pending)
             self.cpu.wake()  # no effect if the task is running
-
-    def _enqueue(self, conn: Connection) -> None:
-        conn.ready = True
-        self._push(conn)
-        if len(self.work_pending) > self.max_work_pending:
-            self.max_work_pending = len(self.work_pending)
 
     # -- the cache ----------------------------------------------------------------------
     def _touch(self, conn: Connection) -> float:
