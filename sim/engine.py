@@ -252,7 +252,7 @@ class Environment(simpy.Environment):
                 self._now = at
                 return None
             self._now, _, _, event = heappop(queue)
-            cls = event.__class__
+            cls = type(event)
             if cls is line_cls:  # DelayLine.fire, inlined
                 lq = event.queue
                 _, fn, value = lq.popleft()
