@@ -224,7 +224,7 @@ class Host:
         self.listen = ListenSocket(
             env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
         )
-        self.client.kernel = self.listen
+        self.client.connect(self.listen)
         self.custom_policy = policy
         if policy is None:
             policy = policies.build(config.policy, config.accept_limit)

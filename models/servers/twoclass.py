@@ -210,7 +210,7 @@ class TwoClass(Server):
             bg_listen = ListenSocket(
                 env, cpu, costs, client.profile, params.backlog, self.bg_client
             )
-            self.bg_client.kernel = bg_listen
+            self.bg_client.connect(bg_listen)
             self.bg = _Socket(bg_listen, self)
             self.bg.waiters.extend(_Worker(True) for _ in range(params.bg_workers))
             env.call_in(0.0, self._start_background)
