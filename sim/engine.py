@@ -244,7 +244,7 @@ class Environment(simpy.Environment):
                     continue
                 category, cost = item
                 cpu._category = category
-                task_time[category] += cost
+                task_time[category][0] += cost
                 free = cpu.kernel_free_at
                 cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
