@@ -266,7 +266,7 @@ class Knot(Server):
             return
 
     def _account(self) -> None:
-        now = self.env.now
+        now = self.env._now
         dt = now - self._since
         self._open_area += self.open * dt
         self._busy_area += self.busy * dt

@@ -238,7 +238,7 @@ class Tux(Server):
         conn.state = CLOSED
 
     def _account_open(self) -> None:
-        now = self.env.now
+        now = self.env._now
         self._open_area += self.open * (now - self._open_since)
         self._open_since = now
 
