@@ -126,7 +126,7 @@ class Client:
         self.timeouts = 0  # client timeouts whose instant lies in the window
         self.response_times: list[float] = []  # request sent -> reply received, in window
         self.requests = 0  # requests sent in the window
-        self.reply_samples: dict[int, int] = {}  # replies per httperf sample interval
+        self.reply_samples: list[int] = []  # replies per httperf sample interval
         self._sample_s = params.reply_rate_sample_s
         self.wasted_replies = 0  # replies the server sent to a client that had gone
         self.syn_retransmits = 0
@@ -137,6 +137,15 @@ class Client:
         # optional: replies received per interval over the whole run (warm-up detection)
         self.series: list[int] | None = None
         self.series_interval_s = 0.0
+
+    def connect(self, kernel: ListenSocket) -> None:
+        """Send this client's segments to ``kernel``, the server's listen socket."""
+        self.kernel = kernel
+        # its entry points, bound once: segments are handed to them by the thousand
+        self._kernel_syn = kernel.syn
+        self._kernel_handshake_ack = kernel.handshake_ack
+        self._kernel_request = kernel.request_arrives
+        self._kernel_fin = kernel.fin
 
     def record_series(self, interval_s: float, duration_s: float) -> None:
         """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
@@ -157,7 +166,7 @@ class Client:
         if started >= self.window_start:
             self.attempted += 1
         self.live[conn.id] = conn
-        self.kernel.syn(conn)  # type: ignore[union-attr]
+        self._kernel_syn(conn)
 
     # -- handshake --------------------------------------------------------------
     def syn_dropped(self, conn: Connection) -> None:
@@ -173,7 +182,7 @@ class Client:
         self.syn_retransmits += 1
         # the retransmission reaches the server one backed-off RTO after this one did
         backoff = profile.syn_rto_s * 2 ** (sent - 1)
-        self.env.delay_line(backoff).put(self.kernel.syn, conn)  # type: ignore[union-attr]
+        self.env.delay_line(backoff).put(self._kernel_syn, conn)
 
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
@@ -188,7 +197,7 @@ class Client:
         conn.deadline = connected + self.timeout
         if connected >= self.window_start:
             self.requests += 1
-        self._lan.put(self.kernel.handshake_ack, conn)  # type: ignore[union-attr]
+        self._lan.put(self._kernel_handshake_ack, conn)
 
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK (with the request behind it) overflowed: the request
@@ -216,7 +225,7 @@ class Client:
     def check_client_gone(self, conn: Connection) -> None:
         """The server touches ``conn``: if the client's FIN has arrived by now, say so."""
         if not conn.eof and self.env._now >= conn.deadline + self.owd:
-            self.kernel.fin(conn)  # type: ignore[union-attr]
+            self._kernel_fin(conn)
 
     def reply(self, conn: Connection) -> None:
         """The server has just written the whole reply to the current request."""
@@ -230,9 +239,9 @@ class Client:
             fin_at = conn.deadline + self.owd
             if not conn.eof:
                 if fin_at <= now:
-                    self.kernel.fin(conn)  # type: ignore[union-attr]
+                    self._kernel_fin(conn)
                 else:
-                    env.call_at(fin_at, self.kernel.fin, conn)  # type: ignore[union-attr]
+                    env.call_at(fin_at, self._kernel_fin, conn)
             return
         self.replies_total += 1
         if self.series is not None:
@@ -243,7 +252,10 @@ class Client:
             self.replies += 1
             self.response_times.append(received - conn.request_sent_at)
             k = int((received - self.window_start) // self._sample_s)
-            self.reply_samples[k] = self.reply_samples.get(k, 0) + 1
+            samples = self.reply_samples
+            if k >= len(samples):
+                samples.extend([0] * (k + 1 - len(samples)))
+            samples[k] += 1
         if conn.requests_left > 0:
             conn.requests_left -= 1
             # the workload's think time, if it has one, passes before the next request
@@ -255,12 +267,12 @@ class Client:
             if conn.request_sent_at >= self.window_start:
                 self.requests += 1
             if think > 0.0:
-                env.call_in(self.rtt + think, self.kernel.request_arrives, conn)  # type: ignore[union-attr]
+                env.call_in(self.rtt + think, self._kernel_request, conn)
             else:
-                self._lan.put(self.kernel.request_arrives, conn)  # type: ignore[union-attr]
+                self._lan.put(self._kernel_request, conn)
             return
         self.resolve(conn, COMPLETED, received)
-        self._lan.put(self.kernel.fin, conn)  # type: ignore[union-attr]
+        self._lan.put(self._kernel_fin, conn)
 
     # -- outcomes ---------------------------------------------------------------------
     def resolve(self, conn: Connection, outcome: str, at: float) -> None:
@@ -286,7 +298,8 @@ class Client:
         """The window's totals in httperf's own terms."""
         window = self.window_end - self.window_start
         n_full = int(window // self._sample_s + 1e-9)
-        rates = [self.reply_samples.get(k, 0) / self._sample_s for k in range(n_full)]
+        samples = self.reply_samples + [0] * n_full  # intervals without replies count 0
+        rates = [samples[k] / self._sample_s for k in range(n_full)]
         if rates:
             arr = np.asarray(rates)
             reply_rate = {

@@ -18,7 +18,6 @@ from models import arrivals, policies
 from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
-from models.policies import BoundPolicy
 from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
 from models.servers.flash import SERVERS as FLASH_SERVERS
 from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
@@ -225,7 +224,7 @@ class Host:
         self.listen = ListenSocket(
             env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
         )
-        self.client.kernel = self.listen
+        self.client.connect(self.listen)
         self.custom_policy = policy
         if policy is None:
             policy = policies.build(config.policy, config.accept_limit)
@@ -238,7 +237,7 @@ class Host:
             env, self.cpu, self.listen, self.client, config.costs, server_params, policy
         )
         # what the server calls: the policy bound to a live view of this server
-        self.bound = self.server.policy = BoundPolicy(policy, self.server)
+        self.bound = self.server.policy = policies.bind(policy, self.server)
         if config.idle_connections:
             self.server.adopt_idle(config.idle_connections)
         self.client.window_start = config.warmup_s

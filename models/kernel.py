@@ -144,7 +144,10 @@ class ListenSocket:
         self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
         self._two_segments = 2 * costs.rx_segment_s
         self._fin_cost = costs.rx_segment_s + costs.tx_segment_s  # FIN in, its ACK out
+        self._syn_cost = costs.rx_segment_s + costs.syn_queue_s  # SYN in, request queued
         self.accept_queue: deque[Connection] = deque()
+        #: first SYN-ACK retransmission timers of overflowed requests (can be thousands)
+        self._synack_timers = env.timer_lane()
         self.syn_len = 0  # open requests in the SYN queue
         self.syn_young = 0  # of which young
         # counters (cumulative; the run takes differences over its window)
@@ -162,7 +165,6 @@ class ListenSocket:
     # -- arrivals from the network ------------------------------------------
     def syn(self, conn: Connection) -> None:
         """A SYN (first or retransmitted) arrives."""
-        costs = self.costs
         profile = self.profile
         full_accept = len(self.accept_queue) > self.backlog
         cookie = False
@@ -181,7 +183,7 @@ class ListenSocket:
         ):
             self.drop_request += 1
             return self._drop_syn(conn)
-        self.cpu.interrupt(costs.rx_segment_s + costs.syn_queue_s)
+        self.cpu.interrupt(self._syn_cost)
         conn.state = SYN_RECV
         conn.synq_at = self.env._now
         if cookie:
@@ -218,7 +220,7 @@ class ListenSocket:
             if not conn.acked:
                 conn.acked = True
                 if not conn.cookie:  # a real open request: arm the SYN-ACK timer
-                    self.env.call_at(
+                    self._synack_timers.call_at(
                         conn.synq_at + self.profile.synack_rto_s, self._synack_timer, conn
                     )
                 self.client.request_unacknowledged(conn)
@@ -231,9 +233,10 @@ class ListenSocket:
         self.established += 1
         queue = self.accept_queue
         queue.append(conn)
-        if len(queue) > self.max_accept_len:
-            self.max_accept_len = len(queue)
-        if len(queue) == 1 and self.app is not None:
+        queued = len(queue)
+        if queued > self.max_accept_len:
+            self.max_accept_len = queued
+        if queued == 1 and self.app is not None:
             self.app.accept_ready()
         if self.on_queued is not None:
             self.on_queued(conn)

@@ -638,6 +638,8 @@ class BoundPolicy:
         self.last_limit = math.nan
         self.last_budget_s = INF
         self._budget = getattr(policy, "work_budget", None)
+        if getattr(type(policy), "work_budget", None) is Policy.work_budget:
+            self._budget = None  # Policy's default: no bound, nothing to ask or check
         self.skips = 0  # skipped accept phases
         start = getattr(policy, "start", None)
         if start is not None:
@@ -700,6 +702,29 @@ class BoundPolicy:
             )  # fmt: skip
         self.last_budget_s = value
         return value
+
+
+class StaticBound(BoundPolicy):
+    """A :class:`StaticLimit` bound to a server: the same decisions as
+    :class:`BoundPolicy` gives it, without asking and checking per phase (the
+    limit was checked when the policy was made, and it never changes)."""
+
+    __slots__ = ("_limit",)
+
+    def __init__(self, policy: StaticLimit, server: ServerState) -> None:
+        super().__init__(policy, server)
+        self._limit = policy.limit
+
+    def accept_limit(self, server: Any = None) -> float:
+        limit = self.last_limit = self._limit
+        return limit
+
+
+def bind(policy: Any, server: ServerState) -> BoundPolicy:
+    """``policy`` bound to ``server``: what the server model calls."""
+    if type(policy) is StaticLimit:  # exactly: a subclass may decide otherwise
+        return StaticBound(policy, server)
+    return BoundPolicy(policy, server)
 
 
 _LIMIT_RULE = "must be a whole number >= 0 (0 skips the accept phase) or inf"

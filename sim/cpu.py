@@ -56,7 +56,9 @@ class Cpu:
         #: instant at which the kernel's backlog of charged work is done
         self.kernel_free_at = env.now
         self.kernel_time = 0.0
-        self.task_time: dict[str, float] = dict.fromkeys(categories, 0.0)
+        #: task seconds per category, each in a one-element list (a cell the event
+        #: loop adds a burst's cost to, cheaper than storing into the dict)
+        self.task_time: dict[str, list[float]] = {c: [0.0] for c in categories}
         #: instant the task's current burst ends (inf while it sleeps)
         self.task_end = INF
         self._task: Task | None = None
@@ -89,7 +91,10 @@ class Cpu:
     def wake(self) -> None:
         """Make a sleeping task runnable now (no effect if it is running)."""
         if self.task_end == INF and self._task is not None:
-            self._resume_at(self.env._now)
+            now = self.env._now
+            free = self.kernel_free_at
+            self._category = None
+            self.task_end = free if free > now else now
 
     def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at
@@ -100,7 +105,7 @@ class Cpu:
         """CPU seconds used per category up to ``env.now`` (kernel included)."""
         now = self.env.now
         backlog = max(self.kernel_free_at - now, 0.0)
-        used = dict(self.task_time)
+        used = {c: cell[0] for c, cell in self.task_time.items()}
         used[KERNEL] = self.kernel_time - backlog
         if self.task_end != INF and self._category is not None:
             # the part of the current burst still to run after now

@@ -15,7 +15,8 @@ seed and a stable hash of the name, so
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -43,27 +44,24 @@ class Streams:
 
     def sampler(self, name: str, draw: Callable[[np.random.Generator, int], np.ndarray]) -> Sampler:
         """A fast scalar sampler: ``draw(gen, n)`` is called for blocks of n values."""
-        return Sampler(self.generator(name), draw)
+        return _block_sampler(self.generator(name), draw)
 
     def exponential(self, name: str, mean: float) -> Sampler:
         return self.sampler(name, lambda g, n: g.exponential(mean, n))
 
 
-class Sampler:
-    """Returns one float per call, drawing from numpy in blocks (calls cost ~50 ns)."""
+#: a scalar sampler: each call returns the next float of its stream
+Sampler = Callable[[], float]
 
-    __slots__ = ("_gen", "_draw", "_it")
 
-    def __init__(
-        self, gen: np.random.Generator, draw: Callable[[np.random.Generator, int], np.ndarray]
-    ) -> None:
-        self._gen = gen
-        self._draw = draw
-        self._it: Iterator[float] = iter(())
+def _block_sampler(
+    gen: np.random.Generator, draw: Callable[[np.random.Generator, int], np.ndarray]
+) -> Sampler:
+    """Values drawn from numpy in blocks of :data:`BLOCK_SIZE`, one per call.
 
-    def __call__(self) -> float:
-        try:
-            return next(self._it)
-        except StopIteration:
-            self._it = iter(self._draw(self._gen, BLOCK_SIZE).tolist())
-            return next(self._it)
+    The sampler is the ``__next__`` of a C-level iterator chaining the
+    blocks, so a call costs about as much as a builtin call (a block is
+    drawn only when the previous one is used up).
+    """
+    blocks = map(lambda _: draw(gen, BLOCK_SIZE).tolist(), repeat(None))
+    return chain.from_iterable(blocks).__next__

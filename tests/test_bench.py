@@ -27,3 +27,11 @@ def test_bench_prints_conns_per_cpu_second(capsys: pytest.CaptureFixture[str]) -
     with capsys.disabled():
         print("\nacceptsim bench:\n" + out)
     assert result["userver"]["conns_per_cpu_s"] > 0
+
+
+def test_bench_profile_writes_the_top_functions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--servers", "userver", "--duration", "0.2", "--profile", "5"]) == 0
+    captured = capsys.readouterr()
+    assert set(json.loads(captured.out)) == {"userver"}
+    assert "== profile: userver" in captured.err
+    assert "tottime" in captured.err and "_run_until" in captured.err

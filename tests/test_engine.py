@@ -91,3 +91,57 @@ def test_events_at_the_same_instant_run_in_scheduling_order() -> None:
         env.call_at(1.0, order.append, i)
     env.run(until=2)
     assert order == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("with_cpu", [False, True])
+def test_a_timer_lane_runs_timers_in_the_order_call_at_would(with_cpu: bool) -> None:
+    """Timers set out of time order, with ties, interleaved with other events and
+    set from callbacks: the lane gives the order of plain call_at exactly."""
+    import random
+
+    rng = random.Random(7)
+    plan = [(rng.choice([0.5, 1.0, 1.5, rng.random() * 3]), rng.random() < 0.5) for _ in range(300)]
+
+    def order(use_lane: bool) -> list[tuple[float, int]]:
+        env = Environment()
+        if with_cpu:
+            cpu = Cpu(env, ["work"])
+
+            def task():  # type: ignore[no-untyped-def]
+                while True:
+                    yield "work", 0.01
+
+            cpu.start(task())
+        lane = env.timer_lane()
+        seen: list[tuple[float, int]] = []
+
+        def fire(i: int) -> None:
+            seen.append((env.now, i))
+            if i % 3 == 0:  # a timer that sets another one, maybe earlier than the lane's head
+                at, _ = plan[(i * 7) % len(plan)]
+                (lane.call_at if use_lane else env.call_at)(env.now + at / 10, fire, 1000 + i)
+
+        for i, (at, on_lane) in enumerate(plan):
+            if on_lane:
+                (lane.call_at if use_lane else env.call_at)(at, fire, i)
+            else:
+                env.call_at(at, fire, i)
+        env.run(until=5)
+        return seen
+
+    expected = order(use_lane=False)
+    assert len(expected) > 300
+    assert order(use_lane=True) == expected
+
+
+def test_the_loop_pauses_the_cyclic_collector_and_restores_it() -> None:
+    import gc
+
+    env = Environment()
+    Cpu(env, ["work"])
+    seen = []
+    env.call_at(1.0, lambda _: seen.append(gc.isenabled()))
+    assert gc.isenabled()
+    env.run(until=2)
+    assert seen == [False]
+    assert gc.isenabled()

@@ -4,14 +4,24 @@ For every server registered in :data:`models.experiment.SERVERS`, one run of
 the one-packet workload at 24,000 requests/s (the paper's overload region);
 prints JSON ``{"<server>": {"conns_per_cpu_s": ..., ...}, ...}``.  CPU time is
 the simulating process's own (``time.process_time``) over the run's event
-loop, so the figure does not depend on other load on the machine.
+loop, so the figure depends little on other load on the machine (repeat and
+take the best: ``--repeat``).  The default accept-limit is :class:`RunConfig`'s
+(1); ``--accept-limit`` sets another.
+
+``--profile N`` also runs each server once under :mod:`cProfile` and writes
+its N most expensive functions (own time) to standard error.  The profiler
+adds a fixed cost per Python call, so it overstates small functions: use it
+to find where calls and events go, and the plain figure to judge a change.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
-from typing import Any
+import pstats
+import sys
+from typing import Any, TextIO
 
 from acceptsim.config_io import parse_int, parse_number
 from models.experiment import SERVERS, RunConfig, simulate
@@ -29,6 +39,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--accept-limit", default=None, help="accept-limit (default: RunConfig's)")
     p.add_argument("--repeat", default="1", help="runs per server; the fastest counts (default 1)")
     p.add_argument("--servers", default=None, help="comma-separated subset (default: all)")
+    p.add_argument(
+        "--profile", default="0", metavar="N",
+        help="also profile one run per server; its N top functions (own time) to stderr",
+    )  # fmt: skip
     p.set_defaults(main=main)
 
 
@@ -38,8 +52,14 @@ def bench(
     rate_per_s: float = BENCH_RATE_PER_S,
     accept_limit: Any = None,
     repeat: int = 1,
+    profile: int = 0,
+    profile_out: TextIO | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Speed of each server's model: ``conns_per_cpu_s`` (best of ``repeat`` runs)."""
+    """Speed of each server's model: ``conns_per_cpu_s`` (best of ``repeat`` runs).
+
+    ``profile`` > 0: also profile one more run per server and write its
+    ``profile`` top functions by own time to ``profile_out`` (stderr).
+    """
     out: dict[str, dict[str, float]] = {}
     for server in servers if servers is not None else list(SERVERS):
         fields: dict[str, Any] = {
@@ -66,7 +86,20 @@ def bench(
                 }
         assert best is not None
         out[server] = best
+        if profile > 0:
+            write_profile(config, profile, profile_out or sys.stderr)
     return out
+
+
+def write_profile(config: RunConfig, top: int, stream: TextIO) -> None:
+    """Run ``config`` under cProfile; write the ``top`` functions by own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    simulate(config)
+    profiler.disable()
+    stream.write(f"\n== profile: {config.server}, accept-limit {config.accept_limit} ==\n")
+    stats = pstats.Stats(profiler, stream=stream)
+    stats.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(top)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -77,6 +110,7 @@ def main(args: argparse.Namespace) -> int:
         rate_per_s=parse_number("rate", args.rate),
         accept_limit=check_limit(args.accept_limit) if args.accept_limit is not None else None,
         repeat=parse_int("repeat", args.repeat),
+        profile=parse_int("profile", args.profile),
     )
     print(json.dumps(result, indent=2))
     return 0

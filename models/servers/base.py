@@ -89,5 +89,4 @@ class Server:
 
     def accept_ready(self) -> None:
         """The accept queue went from empty to non-empty: wake the loop if it sleeps."""
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running

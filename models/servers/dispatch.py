@@ -374,8 +374,7 @@ class RtSignalServer(SelectServer):
         else:
             self.sigq.append(target)
             self.signals_queued += 1
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running
 
     # -- the server's side -------------------------------------------------------------
     def _take(self, target: Connection | None) -> None:

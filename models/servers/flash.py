@@ -405,8 +405,7 @@ class MultiProcess(_FileServing, Server):
     # -- the kernel wakes blocked processes -------------------------------------------
     def _make_runnable(self, w: _Worker) -> None:
         self.runq.append(w)
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running
 
     def accept_ready(self) -> None:
         pass  # one waiter is woken per queued connection (_connection_queued)

@@ -183,8 +183,7 @@ class Knot(Server):
         if th is not None and not conn.ready:
             conn.ready = True
             self.io_ready.append(th)  # type: ignore[arg-type]
-            if self.cpu.blocked:
-                self.cpu.wake()
+            self.cpu.wake()  # no effect if the task is running
 
     # -- the user-level scheduler ---------------------------------------------------------
     def _listen_ready(self) -> bool:
@@ -313,7 +312,7 @@ class Knot(Server):
             return
 
     def _account(self) -> None:
-        now = self.env.now
+        now = self.env._now
         dt = now - self._since
         self._open_area += self.open * dt
         self._busy_area += self.busy * dt

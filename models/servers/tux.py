@@ -141,16 +141,12 @@ class Tux(Server):
 
     # -- what the kernel tells the server ---------------------------------------------
     def readable(self, conn: Connection) -> None:
-        if not conn.ready:
-            self._enqueue(conn)
-            if self.cpu.blocked:
-                self.cpu.wake()
-
-    def _enqueue(self, conn: Connection) -> None:
-        conn.ready = True
-        self._push(conn)
-        if len(self.work_pending) > self.max_work_pending:
-            self.max_work_pending = len(self.work_pending)
+        if not conn.ready:  # queue it on work_pending
+            conn.ready = True
+            self._push(conn)
+            if len(self.work_pending) > self.max_work_pending:
+                self.max_work_pending = len(self.work_pending)
+            self.cpu.wake()  # no effect if the task is running
 
     # -- the cache ----------------------------------------------------------------------
     def _touch(self, conn: Connection) -> float:
@@ -228,8 +224,7 @@ class Tux(Server):
                 self.items_worked += items
 
     def _wake(self, _: object) -> None:
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running
 
     @property
     def work_queue_len(self) -> int:
@@ -248,7 +243,7 @@ class Tux(Server):
         conn.state = CLOSED
 
     def _account_open(self) -> None:
-        now = self.env.now
+        now = self.env._now
         self._open_area += self.open * (now - self._open_since)
         self._open_since = now
 

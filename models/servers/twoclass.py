@@ -210,7 +210,7 @@ class TwoClass(Server):
             bg_listen = ListenSocket(
                 env, cpu, costs, client.profile, params.backlog, self.bg_client
             )
-            self.bg_client.kernel = bg_listen
+            self.bg_client.connect(bg_listen)
             self.bg = _Socket(bg_listen, self)
             self.bg.waiters.extend(_Worker(True) for _ in range(params.bg_workers))
             env.call_in(0.0, self._start_background)
@@ -235,8 +235,7 @@ class TwoClass(Server):
     # -- the kernel wakes blocked processes ---------------------------------------------
     def make_runnable(self, w: _Worker) -> None:
         (self.runq_bg if w.background else self.runq_fg).append(w)
-        if self.cpu.blocked:
-            self.cpu.wake()
+        self.cpu.wake()  # no effect if the task is running
 
     def accept_ready(self) -> None:
         pass  # a waiter is woken per queued connection (_Socket.queued)

@@ -92,8 +92,7 @@ class Userver(Server):
         if not conn.ready:
             conn.ready = True
             self.ready.append(conn)
-            if self.cpu.blocked:
-                self.cpu.wake()
+            self.cpu.wake()  # no effect if the task is running
 
     # -- the server loop ----------------------------------------------------------------
     def select_cost(self) -> float:
@@ -119,8 +118,12 @@ class Userver(Server):
         return ready
 
     def opened(self) -> float:
-        """Extra CPU per accepted connection beyond ``accept()`` (none for select)."""
+        """Extra CPU per accepted connection beyond ``accept()`` (none for select).
+
+        A constant of the server: :meth:`run` asks once.
+        """
         return 0.0
+
     @property
     def work_queue_len(self) -> int:
         """Connections select() reported ready and not yet served, plus those ready since."""
@@ -133,6 +136,7 @@ class Userver(Server):
         max_open = self.params.max_connections
         client = self.client
         env = self.env
+        accept_cost = costs.accept_s + self.opened()
         while True:
             # 1. getevents
             ready = self._batch = yield from self.getevents()
@@ -147,7 +151,7 @@ class Userver(Server):
                         if conn is None:
                             yield ACCEPT, costs.accept_empty_s
                             break
-                        yield ACCEPT, costs.accept_s + self.opened()
+                        yield ACCEPT, accept_cost
                         accepted += 1
                         self.hold(conn)
                         if conn.pending or conn.eof:
