@@ -527,7 +527,8 @@ class HoldOpen(HillClimb):
     The accept-limit climbs as in ``hill-climb``.  Every epoch the policy also
     compares the epoch's mean open connections with the previous epoch's: when
     they grew by more than ``growth`` for ``growth_epochs`` epochs in a row while
-    the reply rate did not rise by more than ``tolerance``, the server is
+    neither the accept-limit nor the reply rate (by more than ``tolerance``)
+    rose, the server is
     accumulating connections it does not turn into replies (their poll or
     select cost grows with them), so open connections are capped at the level
     the growth started from: a phase accepts at most ``cap - open`` (0 skips
@@ -552,7 +553,7 @@ class HoldOpen(HillClimb):
         self.last_open_mean = -1.0
         self.growing = 0
         self.growth_from = 0.0
-        self.growth_rate = 0.0
+        self.last_epoch_limit = self.limit
 
     def start(self, view: ServerView) -> None:
         self.start_state()
@@ -573,9 +574,12 @@ class HoldOpen(HillClimb):
             self.epoch_started = now
             rate_before = self.last_rate
             replies_before = self.last_replies
+            epoch_limit = self.limit  # the limit in force during the epoch that ended
+            raised = epoch_limit > self.last_epoch_limit
+            self.last_epoch_limit = epoch_limit
             limit = super().accept_limit(view)  # the climb (also advances the epoch)
             rate = view.replies - replies_before
-            self.guard(open_mean, rate, rate_before)
+            self.guard(open_mean, rate, rate_before, raised)
         else:
             limit = int(self.limit)
         if self.cap == INF:
@@ -583,12 +587,14 @@ class HoldOpen(HillClimb):
         room = int(self.cap) - open_now
         return min(limit, room) if room > 0 else 0
 
-    def guard(self, open_mean: float, rate: float, rate_before: float) -> None:
-        """The end-of-epoch update of the open-connection cap."""
+    def guard(self, open_mean: float, rate: float, rate_before: float, raised: bool) -> None:
+        """The end-of-epoch update of the open-connection cap (``raised``: the epoch ran
+        with a higher accept-limit than the one before, which explains its growth)."""
         p = self.p
         gained = rate_before > 0 and rate > rate_before * (1.0 + p.tolerance)
         last = self.last_open_mean
-        if last >= p.min_open and open_mean > last * (1.0 + p.growth) and not gained:
+        grew = last >= p.min_open and open_mean > last * (1.0 + p.growth)
+        if grew and not gained and not raised:
             if self.growing == 0:
                 self.growth_from = last
             self.growing += 1

@@ -244,6 +244,16 @@ def test_hold_open_caps_open_connections_that_climb_without_more_replies() -> No
     assert p.cap == math.inf
 
 
+def test_hold_open_ignores_growth_that_its_own_climb_explains() -> None:
+    p = policies.HoldOpen(policies.HoldOpenParams(initial=4, max_limit=64))
+    view = FakeView()
+    p.start(view)
+    epoch(p, view, 1000, 100)
+    for open_conns in (120, 150, 190):  # the limit climbs 8, 16, 32 -> 64; replies flat
+        epoch(p, view, 1000, open_conns)
+    assert p.limit == 64 and p.cap == math.inf
+
+
 def test_hold_open_ignores_growth_that_brings_replies() -> None:
     p = policies.HoldOpen()
     view = FakeView()
