@@ -492,6 +492,126 @@ class HillClimb(Policy):
 
 
 @dataclass(frozen=True)
+class HoldOpenParams(HillClimbParams):
+    _prefix = "policy.hold-open."
+    max_limit: float = param(
+        64.0, unit="connections", ge=1.0,
+        doc="largest per-phase limit the climb reaches (half the accept queue: see "
+        "queue-aware's max_limit)",
+    )  # fmt: skip
+    growth: float = param(
+        0.05, unit="fraction per epoch", gt=0.0,
+        doc="an epoch whose mean open connections exceed the previous epoch's by more than "
+        "this fraction counts as a growing one",
+    )  # fmt: skip
+    growth_epochs: int = param(
+        3, unit="epochs", ge=1,
+        doc="consecutive growing epochs without a reply-rate gain (more than tolerance) that "
+        "make the policy cap open connections at the level the growth started from",
+    )  # fmt: skip
+    min_open: float = param(
+        16.0, unit="connections", ge=1.0,
+        doc="least cap on open connections (and growth below this level is ignored)",
+    )  # fmt: skip
+    release: float = param(
+        1.25, unit="factor", gt=1.0,
+        doc="after an epoch whose reply rate rose by more than tolerance, the cap is "
+        "multiplied by this (the server may hold more); it is lifted when it stops binding",
+    )  # fmt: skip
+
+
+class HoldOpen(HillClimb):
+    """Hill-climbing of the accept-limit, plus a cap that holds open connections
+    near the level where the reply rate stopped rising.
+
+    The accept-limit climbs as in ``hill-climb``.  Every epoch the policy also
+    compares the epoch's mean open connections with the previous epoch's: when
+    they grew by more than ``growth`` for ``growth_epochs`` epochs in a row while
+    neither the accept-limit nor the reply rate (by more than ``tolerance``)
+    rose, the server is
+    accumulating connections it does not turn into replies (their poll or
+    select cost grows with them), so open connections are capped at the level
+    the growth started from: a phase accepts at most ``cap - open`` (0 skips
+    it).  A reply-rate gain raises the cap by ``release``; a cap that no
+    longer binds (open connections below half of it for an epoch) is lifted.
+    """
+
+    name = "hold-open"
+    Params = HoldOpenParams
+    TUNE = {"interval_s": (0.1, 2.0, True), "growth": (0.01, 0.5, True)}
+
+    def __init__(self, params: HoldOpenParams | None = None) -> None:
+        super().__init__(params or HoldOpenParams())
+
+    def start_state(self) -> None:
+        super().start_state()
+        self.cap = INF
+        self.open_area = 0.0
+        self.open_since = 0.0
+        self.open_last = 0
+        self.epoch_started = 0.0
+        self.last_open_mean = -1.0
+        self.growing = 0
+        self.growth_from = 0.0
+        self.last_epoch_limit = self.limit
+
+    def start(self, view: ServerView) -> None:
+        self.start_state()
+        self.open_since = self.epoch_started = view.now
+        self.open_last = view.open_connections
+
+    def accept_limit(self, view: ServerView) -> float:
+        now = view.now
+        open_now = view.open_connections
+        # time-weighted mean of open connections over the epoch (sampled at decisions)
+        self.open_area += self.open_last * (now - self.open_since)
+        self.open_since = now
+        self.open_last = open_now
+        if now >= self.every.next_at:
+            span = now - self.epoch_started
+            open_mean = self.open_area / span if span > 0 else float(open_now)
+            self.open_area = 0.0
+            self.epoch_started = now
+            rate_before = self.last_rate
+            replies_before = self.last_replies
+            epoch_limit = self.limit  # the limit in force during the epoch that ended
+            raised = epoch_limit > self.last_epoch_limit
+            self.last_epoch_limit = epoch_limit
+            limit = super().accept_limit(view)  # the climb (also advances the epoch)
+            rate = view.replies - replies_before
+            self.guard(open_mean, rate, rate_before, raised)
+        else:
+            limit = int(self.limit)
+        if self.cap == INF:
+            return limit
+        room = int(self.cap) - open_now
+        return min(limit, room) if room > 0 else 0
+
+    def guard(self, open_mean: float, rate: float, rate_before: float, raised: bool) -> None:
+        """The end-of-epoch update of the open-connection cap (``raised``: the epoch ran
+        with a higher accept-limit than the one before, which explains its growth)."""
+        p = self.p
+        gained = rate_before > 0 and rate > rate_before * (1.0 + p.tolerance)
+        last = self.last_open_mean
+        grew = last >= p.min_open and open_mean > last * (1.0 + p.growth)
+        if grew and not gained and not raised:
+            if self.growing == 0:
+                self.growth_from = last
+            self.growing += 1
+            if self.growing >= p.growth_epochs:
+                self.cap = max(min(self.cap, self.growth_from), p.min_open)
+                self.growing = 0
+        else:
+            self.growing = 0
+        if self.cap != INF:
+            if gained:
+                self.cap *= p.release
+            elif open_mean < self.cap / 2.0:
+                self.cap = INF
+        self.last_open_mean = open_mean
+
+
+@dataclass(frozen=True)
 class PidParams(Params):
     _prefix = "policy.pid."
     setpoint: float = param(
@@ -553,7 +673,8 @@ class Pid(Policy):
 
 #: the built-in policies by name
 POLICIES: dict[str, Any] = {
-    cls.name: cls for cls in (StaticLimit, QueueAware, PhaseBudget, Aimd, HillClimb, Pid)
+    cls.name: cls
+    for cls in (StaticLimit, QueueAware, PhaseBudget, Aimd, HillClimb, HoldOpen, Pid)
 }
 
 

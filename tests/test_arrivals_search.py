@@ -199,3 +199,10 @@ def test_compare_puts_each_policy_against_the_best_static_limit() -> None:
     table = compare(frame)
     assert table.loc[0, "best_static"] == "static:limit=64"
     assert table.loc[0, "aimd %"] == pytest.approx(100 * (99.5 / 110 - 1))
+    # two workloads: a best static limit for each
+    two = pd.concat([frame.assign(workload="one-packet"),
+                     frame.assign(workload="specweb99", reply_rate_per_s=[9.0, 1.0, 1.0, 8, 8])])
+    table = compare(two)
+    assert list(table["load"]) == ["one-packet 20000", "specweb99 20000"]
+    assert list(table["best_static"]) == ["static:limit=64", "static:limit=1"]
+    assert table.loc[1, "aimd %"] == pytest.approx(100 * (8 / 9 - 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -139,6 +140,9 @@ def test_a_bad_work_budget_is_a_policy_error() -> None:
         ("aimd:nosuch=1", "policy.aimd.nosuch"),
         ("pid:setpoint=1.5", "policy.pid.setpoint"),
         ("hill-climb:step=1", "policy.hill-climb.step"),
+        ("hold-open:growth=0", "policy.hold-open.growth"),
+        ("hold-open:growth_epochs=0", "policy.hold-open.growth_epochs"),
+        ("hold-open:release=1", "policy.hold-open.release"),
         ("static:limit=0", "policy.static.limit"),
         ("aimd:increase", "policy.aimd"),
     ],
@@ -198,6 +202,94 @@ def test_queue_aware_decides_from_both_queues() -> None:
     assert p.accept_limit(View(0, 10)) == 0  # nothing waiting: skip
     assert p.accept_limit(View(20, 4)) == 5
     assert p.accept_limit(View(65, 4)) == 64  # above high water: max_limit
+
+
+class FakeView:
+    """What hold-open reads, set by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.replies = 0
+        self.open_connections = 100
+
+
+def epoch(p: policies.HoldOpen, view: FakeView, replies: int, open_conns: int) -> float:
+    """Hold ``open_conns`` open through one 0.5 s epoch that ends with ``replies`` more
+    replies; the decision at its end."""
+    view.open_connections = open_conns
+    view.now += 0.25
+    p.accept_limit(view)
+    view.now += 0.25
+    view.replies += replies
+    return p.accept_limit(view)
+
+
+def test_hold_open_caps_open_connections_that_climb_without_more_replies() -> None:
+    pinned = policies.HoldOpenParams(initial=64, min_limit=64, max_limit=64, growth_epochs=3)
+    p = policies.HoldOpen(pinned)
+    view = FakeView()
+    p.start(view)
+    epoch(p, view, 1000, 100)
+    epoch(p, view, 1000, 100)
+    assert p.cap == math.inf
+    for open_conns in (120, 150, 190):  # +20 % an epoch, replies flat
+        limit = epoch(p, view, 1000, open_conns)
+    assert p.cap == 100  # the level the growth started from
+    assert limit == 0  # 190 open, cap 100: the phase is skipped
+    view.open_connections = 90
+    assert p.accept_limit(view) == 10  # room under the cap
+    epoch(p, view, 1200, 95)  # replies rose: the server may hold more
+    assert p.cap == pytest.approx(125)
+    epoch(p, view, 1200, 20)  # the cap stopped binding: lifted
+    assert p.cap == math.inf
+
+
+def test_hold_open_ignores_growth_that_its_own_climb_explains() -> None:
+    p = policies.HoldOpen(policies.HoldOpenParams(initial=4, max_limit=64))
+    view = FakeView()
+    p.start(view)
+    epoch(p, view, 1000, 100)
+    for open_conns in (120, 150, 190):  # the limit climbs 8, 16, 32 -> 64; replies flat
+        epoch(p, view, 1000, open_conns)
+    assert p.limit == 64 and p.cap == math.inf
+
+
+def test_hold_open_ignores_growth_that_brings_replies() -> None:
+    p = policies.HoldOpen()
+    view = FakeView()
+    p.start(view)
+    replies = 1000
+    for open_conns in (100, 120, 150, 190, 240, 300):
+        replies = int(replies * 1.1)
+        epoch(p, view, replies, open_conns)
+    assert p.cap == math.inf
+
+
+def test_hold_open_errors_name_the_policy_and_the_decision() -> None:
+    class State:  # a server state whose open-connection count can break
+        name = "fake"
+        env = SimpleNamespace(_now=0.0)
+        listen = client = None
+        accepts = accept_phases = 0
+        broken = True
+
+        @property
+        def open(self) -> int:
+            if self.broken:
+                raise AttributeError("open")
+            return 0
+
+    with pytest.raises(PolicyError, match="'hold-open', decision start: raised"):
+        policies.BoundPolicy(policies.HoldOpen(), State())  # type: ignore[arg-type]
+    state = State()
+    state.broken = False
+    bound = policies.BoundPolicy(policies.HoldOpen(), state)  # type: ignore[arg-type]
+    state.broken = True
+    with pytest.raises(PolicyError, match="'hold-open', decision accept_limit: raised"):
+        bound.accept_limit()
+    with pytest.raises(ConfigError) as info:
+        RunConfig(policy="hold-open:min_open=0")
+    assert info.value.field == "policy.hold-open.min_open"
 
 
 def test_policies_describe_their_parameters() -> None:

@@ -31,7 +31,8 @@ def add_parser(subparsers: Any) -> None:
 def compare(frame: pd.DataFrame, metric: str = "reply_rate_per_s") -> pd.DataFrame:
     """One row per (server, load): the best static limit and each policy relative to it.
 
-    Columns: ``server``, ``load`` (the rate, or the rate profile), ``best_static``
+    Columns: ``server``, ``load`` (the rate, or the rate profile; prefixed with the
+    workload when the sweep has several), ``best_static``
     (the spec), ``best_static_<metric>``, then per adaptive policy its mean and
     ``<policy> %`` = 100 * (policy / best static - 1).
     """
@@ -46,6 +47,8 @@ def compare(frame: pd.DataFrame, metric: str = "reply_rate_per_s") -> pd.DataFra
         for prof, rate in zip(df.get("rate_profile", [""] * len(df)), df["rate_per_s"],
                               strict=True)
     ]  # fmt: skip
+    if "workload" in df.columns and df["workload"].nunique() > 1:  # each workload on its own
+        df["load"] = [f"{w} {load}" for w, load in zip(df["workload"], df["load"], strict=True)]
     means = df.groupby(["server", "load", "policy"], sort=False)[metric].mean().reset_index()
     static = means[means["policy"].str.startswith("static")]
     rows = []
