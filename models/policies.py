@@ -494,11 +494,6 @@ class HillClimb(Policy):
 @dataclass(frozen=True)
 class HoldOpenParams(HillClimbParams):
     _prefix = "policy.hold-open."
-    max_limit: float = param(
-        64.0, unit="connections", ge=1.0,
-        doc="largest per-phase limit the climb reaches (half the accept queue: see "
-        "queue-aware's max_limit)",
-    )  # fmt: skip
     growth: float = param(
         0.05, unit="fraction per epoch", gt=0.0,
         doc="an epoch whose mean open connections exceed the previous epoch's by more than "
