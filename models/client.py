@@ -28,6 +28,7 @@ fraction of the events.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +36,7 @@ import numpy as np
 from models import arrivals
 from models.connection import SYN_RECV, Connection
 from models.workloads import Workload
+from sim.engine import NORMAL
 from sim.params import Params, param
 from sim.streams import Streams
 
@@ -96,6 +98,9 @@ class Client:
         # optional workload hooks (see models.workloads.Workload)
         self._start_connection = getattr(workload, "start_connection", None)
         self._think_time = getattr(workload, "think_time", None)
+        fixed = getattr(workload, "fixed_shape", None)
+        #: requests after the first and reply size of every connection, if all are alike
+        self._fixed_left, self._fixed_bytes = (fixed[0] - 1, fixed[1]) if fixed else (None, 0)
         self.owd = params.rtt_s / 2
         self.rtt = params.rtt_s
         #: segments that answer a segment just received come back one round trip later
@@ -159,8 +164,10 @@ class Client:
     def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server."""
         env = self.env
-        env.schedule_call(self._arrival_call, self._gap())
-        started = env._now - self.owd
+        now = env._now
+        # env.schedule_call(self._arrival_call, self._gap()), inline
+        heappush(env._queue, (now + self._gap(), NORMAL, next(env._eid), self._arrival_call))
+        started = now - self.owd
         conn = Connection(self._next_id, started, started + self.timeout)
         self._next_id += 1
         if started >= self.window_start:
@@ -188,7 +195,10 @@ class Client:
         """The server queued the request and sent a SYN-ACK (now)."""
         env = self.env
         connected = env._now + self.owd
-        if self._start_connection is not None:  # a workload with per-connection sessions
+        if self._fixed_left is not None:  # every connection alike
+            conn.requests_left = self._fixed_left
+            conn.reply_bytes = self._fixed_bytes
+        elif self._start_connection is not None:  # a workload with per-connection sessions
             self._start_connection(conn)
         else:
             conn.requests_left = self.workload.requests_per_connection() - 1

@@ -743,7 +743,11 @@ class BoundPolicy:
     last decisions are kept for time series (``last_limit``, ``last_budget_s``).
     """
 
-    __slots__ = ("policy", "name", "view", "last_limit", "last_budget_s", "_budget", "skips")
+    __slots__ = ("policy", "name", "view", "last_limit", "last_budget_s", "_budget", "skips", "bounds_work")
+
+    #: the accept-limit of every phase if it never changes, else 0 (a server may
+    #: then skip asking :meth:`accept_limit`, which would return it)
+    static_limit: float = 0
 
     def __init__(self, policy: Any, server: ServerState) -> None:
         self.policy = policy
@@ -756,6 +760,8 @@ class BoundPolicy:
         self._budget = getattr(policy, "work_budget", None)
         if getattr(type(policy), "work_budget", None) is Policy.work_budget:
             self._budget = None  # Policy's default: no bound, nothing to ask or check
+        #: False: :meth:`work_budget` is always inf (a server may skip asking)
+        self.bounds_work = self._budget is not None
         self.skips = 0  # skipped accept phases
         start = getattr(policy, "start", None)
         if start is not None:
@@ -825,11 +831,13 @@ class StaticBound(BoundPolicy):
     :class:`BoundPolicy` gives it, without asking and checking per phase (the
     limit was checked when the policy was made, and it never changes)."""
 
-    __slots__ = ("_limit",)
+    __slots__ = ("_limit", "static_limit")
 
     def __init__(self, policy: StaticLimit, server: ServerState) -> None:
         super().__init__(policy, server)
         self._limit = policy.limit
+        self.static_limit = policy.limit
+        self.last_limit = policy.limit  # what accept_limit() would record at each phase
 
     def accept_limit(self, server: Any = None) -> float:
         limit = self.last_limit = self._limit

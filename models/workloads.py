@@ -44,7 +44,9 @@ class Workload(Protocol):
     #       may keep per-connection state in conn.session;
     #   think_time(conn) -> float: seconds the client waits after a reply before its next
     #       request on this connection; a workload with start_connection also sets
-    #       conn.reply_bytes for that next request here.
+    #       conn.reply_bytes for that next request here;
+    #   fixed_shape: (requests per connection, reply bytes) when every connection and
+    #       reply is the same, so the client need not ask per connection.
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class OnePacket:
 
     def __init__(self, params: OnePacketParams, streams: Streams) -> None:
         self._bytes = params.reply_bytes
+        #: every connection alike (see :class:`Workload`)
+        self.fixed_shape = (1, params.reply_bytes)
 
     def requests_per_connection(self) -> int:
         return 1

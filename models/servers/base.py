@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from models.connection import CLOSED, Connection
+from sim.cpu import INF
 
 if TYPE_CHECKING:
     from models.client import Client
@@ -89,4 +90,5 @@ class Server:
 
     def accept_ready(self) -> None:
         """The accept queue went from empty to non-empty: wake the loop if it sleeps."""
-        self.cpu.wake()  # no effect if the task is running
+        if self.cpu.task_end == INF:  # asleep (a call to wake() only when needed)
+            self.cpu.wake()

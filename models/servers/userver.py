@@ -30,10 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from models.connection import Connection
+from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
-from sim.cpu import BLOCK, Cpu
+from sim.cpu import BLOCK, INF, Cpu
 from sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ class Userver(Server):
         if not conn.ready:
             conn.ready = True
             self.ready.append(conn)
-            self.cpu.wake()  # no effect if the task is running
+            if self.cpu.task_end == INF:  # asleep (a call to wake() only when needed)
+                self.cpu.wake()
 
     # -- the server loop ----------------------------------------------------------------
     def select_cost(self) -> float:
@@ -137,12 +138,36 @@ class Userver(Server):
         client = self.client
         env = self.env
         accept_cost = costs.accept_s + self.opened()
+        policy = self.policy
+        # The hot path's own calls, inline where a subclass does not redefine them:
+        # getevents() with select_cost() and listen_ready(), a static policy's
+        # accept_limit(), a work_budget() that never bounds (the same values,
+        # without the calls).
+        cls = type(self)
+        plain_select = (
+            cls.getevents is Userver.getevents
+            and cls.select_cost is Userver.select_cost
+            and cls.listen_ready is Userver.listen_ready
+        )
+        select_base = costs.select_base_s
+        select_per_fd = costs.select_per_fd_s
+        static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
+        bounded_work = getattr(policy, "bounds_work", True)
         while True:
             # 1. getevents
-            ready = self._batch = yield from self.getevents()
+            if plain_select:
+                yield GETEVENTS, select_base + select_per_fd * (self.open + 1)
+                while not self.ready and not (accept_queue and self.open < max_open):
+                    yield BLOCK
+                    yield GETEVENTS, select_base + select_per_fd * (self.open + 1)
+                self.select_calls += 1
+                ready, self.ready = self.ready, []
+            else:
+                ready = yield from self.getevents()
+            self._batch = ready
             # 2. accept (the policy may skip the phase: a limit of 0)
             if accept_queue and self.open < max_open:
-                limit = self.policy.accept_limit(self)
+                limit = static_limit or policy.accept_limit(self)
                 self.accept_skipped = not limit
                 if limit:
                     accepted = 0
@@ -153,14 +178,15 @@ class Userver(Server):
                             break
                         yield ACCEPT, accept_cost
                         accepted += 1
-                        self.hold(conn)
+                        self.open += 1  # self.hold(conn), inline
+                        self._open_sum -= env._now
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     self.accept_phases += 1
                     self.accepts += accepted
             # 3. work, until done or the policy's time budget for the phase is spent
             if ready:
-                ends_at = env._now + self.policy.work_budget(self)
+                ends_at = env._now + policy.work_budget(self) if bounded_work else INF
                 n = len(ready)
                 i = 0
                 while i < n:
@@ -180,7 +206,9 @@ class Userver(Server):
                             self.readable(conn)
                     elif conn.eof:
                         yield WORK, costs.close_s
-                        self.release(conn)
+                        self.open -= 1  # self.release(conn), inline
+                        self._open_sum += env._now
+                        conn.state = CLOSED
                 self.work_phases += 1
                 self.conns_worked += i
                 self._batch = _EMPTY
