@@ -281,7 +281,11 @@ class Client:
             else:
                 self._lan.put(self._kernel_request, conn)
             return
-        self.resolve(conn, COMPLETED, received)
+        if received <= self.window_end:  # self.resolve(conn, COMPLETED, received), inline
+            conn.outcome = COMPLETED  # (it was None: checked above)
+            del self.live[conn.id]
+            if conn.started_at >= self.window_start:
+                self.completed += 1
         self._lan.put(self._kernel_fin, conn)
 
     # -- outcomes ---------------------------------------------------------------------
