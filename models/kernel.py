@@ -302,7 +302,5 @@ class ListenSocket:
             return None
         conn = self.accept_queue.popleft()
         conn.state = ACCEPTED
-        # client.check_client_gone(conn), inline: has the client's FIN arrived by now?
-        if not conn.eof and self.env._now >= conn.deadline + self.client.owd:
-            self.fin(conn)
+        self.client.check_client_gone(conn)
         return conn
