@@ -155,6 +155,7 @@ class Knot(Server):
         self.switches = 0
         self.requests = 0
         self.listen_waits = 0  # waits for the listening socket that found it readable
+        self._static_limit = 0  # the policy's, if static (set when the loop starts)
         self.listen_blocks = 0  # ... that found it empty: the thread blocked on it
         self.failed_accepts = 0  # accept() calls that failed with EAGAIN
         self.conn_blocks = 0  # a thread blocked on its connection (waiting for data or EOF)
@@ -183,7 +184,8 @@ class Knot(Server):
         if th is not None and not conn.ready:
             conn.ready = True
             self.io_ready.append(th)  # type: ignore[arg-type]
-            self.cpu.wake()  # no effect if the task is running
+            if self.cpu.task_end == INF:  # asleep (a call to wake() only when needed)
+                self.cpu.wake()
 
     # -- the user-level scheduler ---------------------------------------------------------
     def _listen_ready(self) -> bool:
@@ -199,6 +201,11 @@ class Knot(Server):
         runq = self.runq
         env = self.env
         ends_at = INF  # end of the current work phase (the policy's budget)
+        policy = self.policy
+        # a static policy's accept_limit() and a work_budget() that never bounds,
+        # without the calls (the same values)
+        self._static_limit = getattr(policy, "static_limit", 0)  # a bound policy's
+        bounded_work = getattr(policy, "bounds_work", True)
         while True:
             if not runq or env._now >= ends_at:
                 if not runq and not self.io_ready and not (
@@ -222,7 +229,7 @@ class Knot(Server):
                         th.listen_ready = True
                         runq.append(th)
                 # a work phase: the runnable threads run until none is left or the budget ends
-                ends_at = env._now + self.policy.work_budget(self)
+                ends_at = env._now + policy.work_budget(self) if bounded_work else INF
                 continue
             th = runq.popleft()
             yield SCHEDULE, costs.knot_thread_switch_s
@@ -258,7 +265,7 @@ class Knot(Server):
                         self.accept_waiters.append(th)  # block on the listening socket
                         return
                     self.listen_waits += 1
-                limit = self.policy.accept_limit(self)
+                limit = self._static_limit or self.policy.accept_limit(self)
                 accepted = 0
                 while accepted < limit and self.open < self.params.max_connections:
                     new = listen.accept()

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
-from sim.cpu import BLOCK, Cpu
+from sim.cpu import BLOCK, INF, Cpu
 from sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -146,7 +146,8 @@ class Tux(Server):
             self._push(conn)
             if len(self.work_pending) > self.max_work_pending:
                 self.max_work_pending = len(self.work_pending)
-            self.cpu.wake()  # no effect if the task is running
+            if self.cpu.task_end == INF:  # asleep (a call to wake() only when needed)
+                self.cpu.wake()
 
     # -- the cache ----------------------------------------------------------------------
     def _touch(self, conn: Connection) -> float:
@@ -168,6 +169,11 @@ class Tux(Server):
         pending = self.work_pending
         per_byte = costs.send_per_byte_s
         env = self.env
+        policy = self.policy
+        # a static policy's accept_limit() and a work_budget() that never bounds,
+        # without the calls (the same values)
+        static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
+        bounded_work = getattr(policy, "bounds_work", True)
         while True:
             if not pending and not self.listen_ready():
                 yield BLOCK
@@ -176,7 +182,7 @@ class Tux(Server):
             self._touched = 0
             # 1. accept (the policy may skip the phase: a limit of 0)
             if self.listen_ready():
-                limit = self.policy.accept_limit(self)
+                limit = static_limit or policy.accept_limit(self)
                 if limit:
                     accepted = 0
                     while accepted < limit and self.open < self.params.max_connections:
@@ -196,7 +202,7 @@ class Tux(Server):
             # 2. work: every item, including those queued while the phase runs,
             #    unless the policy's time budget for the phase runs out first
             if pending:
-                ends_at = env._now + self.policy.work_budget(self)
+                ends_at = env._now + policy.work_budget(self) if bounded_work else INF
                 items = 0
                 while pending and env._now < ends_at:
                     conn = pending.popleft()
