@@ -226,8 +226,11 @@ class ListenSocket:
                 self.client.request_unacknowledged(conn)
             return
         self.cpu.interrupt(self.costs.child_socket_s)
-        if not conn.cookie:
-            self._unlink_request(conn)
+        if not conn.cookie:  # self._unlink_request(conn), inline
+            self.syn_len -= 1
+            if conn.young:
+                conn.young = False
+                self.syn_young -= 1
         conn.state = ESTABLISHED
         conn.pending += 1
         self.established += 1

@@ -29,7 +29,7 @@ from __future__ import annotations
 import gc
 from collections import deque
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -251,15 +251,19 @@ class Environment(simpy.Environment):
             if t > at:
                 self._now = at
                 return None
-            self._now, _, _, event = heappop(queue)
-            cls = type(event)
-            if cls is line_cls:  # DelayLine.fire, inlined
+            event = queue[0][3]
+            if type(event) is line_cls:  # DelayLine.fire, inlined
+                self._now = t
                 lq = event.queue
                 _, fn, value = lq.popleft()
-                if lq:
-                    heappush(queue, (lq[0][0], NORMAL, next(eid), event))
+                if lq:  # the line's next head takes its place: one sift, not two
+                    heapreplace(queue, (lq[0][0], NORMAL, next(eid), event))
+                else:
+                    heappop(queue)
                 fn(value)
                 continue
+            self._now, _, _, event = heappop(queue)
+            cls = type(event)
             if cls is call_cls:
                 event.fn(event.value)
                 continue

@@ -149,6 +149,7 @@ class Userver(Server):
             and cls.select_cost is Userver.select_cost
             and cls.listen_ready is Userver.listen_ready
         )
+        plain_readable = cls.readable is Userver.readable
         select_base = costs.select_base_s
         select_per_fd = costs.select_per_fd_s
         static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
@@ -181,7 +182,11 @@ class Userver(Server):
                         self.open += 1  # self.hold(conn), inline
                         self._open_sum -= env._now
                         if conn.pending or conn.eof:
-                            self.readable(conn)
+                            if plain_readable and not conn.ready:
+                                conn.ready = True  # self.readable(conn), inline (the task
+                                self.ready.append(conn)  # runs: nothing to wake)
+                            else:
+                                self.readable(conn)
                     self.accept_phases += 1
                     self.accepts += accepted
             # 3. work, until done or the policy's time budget for the phase is spent
