@@ -28,7 +28,6 @@ fraction of the events.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from heapq import heappush
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +35,6 @@ import numpy as np
 from models import arrivals
 from models.connection import SYN_RECV, Connection
 from models.workloads import Workload
-from sim.engine import NORMAL
 from sim.params import Params, param
 from sim.streams import Streams
 
@@ -159,15 +157,12 @@ class Client:
 
     # -- connection starts ------------------------------------------------------
     def start(self) -> None:
-        self._arrival_call = self.env.call_in(self._gap() + self.owd, self._arrival)
+        # each arrival draws the gap to the next before it runs
+        self.env.call_recurring(self._gap() + self.owd, self._gap, self._arrival)
 
     def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server."""
-        env = self.env
-        now = env._now
-        # env.schedule_call(self._arrival_call, self._gap()), inline
-        heappush(env._queue, (now + self._gap(), NORMAL, next(env._eid), self._arrival_call))
-        started = now - self.owd
+        started = self.env._now - self.owd
         conn = Connection(self._next_id, started, started + self.timeout)
         self._next_id += 1
         if started >= self.window_start:
