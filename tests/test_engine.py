@@ -145,3 +145,63 @@ def test_the_loop_pauses_the_cyclic_collector_and_restores_it() -> None:
     env.run(until=2)
     assert seen == [False]
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("with_cpu", [False, True])
+def test_recurring_calls_and_delay_lines_keep_the_order_of_plain_calls(with_cpu: bool) -> None:
+    """A recurring callback and delay lines (whose heads take their fired
+    entries' places on the heap) give exactly the order that self-rescheduling
+    plain calls would, ties with other events included, in the CPU's event
+    loop and in SimPy's step()."""
+    import random
+
+    def order(fast: bool) -> list[tuple[float, str, int]]:
+        rng = random.Random(11)
+        gaps = iter([rng.choice([0.25, 0.5, rng.random()]) for _ in range(400)])
+        env = Environment()
+        if with_cpu:
+            cpu = Cpu(env, ["work"])
+
+            def task():  # type: ignore[no-untyped-def]
+                while True:
+                    yield "work", 0.03
+
+            cpu.start(task())
+        seen: list[tuple[float, str, int]] = []
+        line = env.delay_line(0.25)
+        count = iter(range(10**6))
+
+        def echoed(i: int) -> None:
+            seen.append((env.now, "echo", i))
+
+        def arrive(_: object) -> None:
+            if not fast:
+                env.call_in(next(gaps), arrive)
+            i = next(count)
+            seen.append((env.now, "arrive", i))
+            if fast:
+                line.put(echoed, i)
+            else:
+                env.call_in(0.25, echoed, i)
+            if i % 4 == 0:
+                env.call_in(0.5, seen.append, (env.now + 0.5, "tie", i))
+
+        first = 0.5
+        if fast:
+            env.call_recurring(first, lambda: next(gaps), arrive)
+        else:
+            env.call_in(first, arrive)
+        for k in range(20):
+            env.call_at(0.25 * k, seen.append, (0.25 * k, "fixed", k))
+        env.run(until=40)
+        return seen
+
+    expected = order(fast=False)
+    assert len(expected) > 200
+    assert order(fast=True) == expected
+
+
+def test_a_recurring_call_rejects_a_negative_first_delay() -> None:
+    env = Environment()
+    with pytest.raises(ValueError, match="negative delay"):
+        env.call_recurring(-1.0, lambda: 1.0, print)
