@@ -260,7 +260,10 @@ class Environment(simpy.Environment):
         eid = self._eid
         block = BLOCK
         while True:
-            t = queue[0][0] if queue else Infinity
+            try:
+                t = queue[0][0]
+            except IndexError:  # no event left
+                t = Infinity
             task_end = cpu.task_end
             if task_end <= t and task_end <= at:
                 # the task's burst ends first: run it to its next yield, and
