@@ -743,7 +743,9 @@ class BoundPolicy:
     last decisions are kept for time series (``last_limit``, ``last_budget_s``).
     """
 
-    __slots__ = ("policy", "name", "view", "last_limit", "last_budget_s", "_budget", "skips", "bounds_work")
+    __slots__ = (
+        "policy", "name", "view", "last_limit", "last_budget_s", "_budget", "skips", "bounds_work"
+    )
 
     #: the accept-limit of every phase if it never changes, else 0 (a server may
     #: then skip asking :meth:`accept_limit`, which would return it)
@@ -829,19 +831,17 @@ class BoundPolicy:
 class StaticBound(BoundPolicy):
     """A :class:`StaticLimit` bound to a server: the same decisions as
     :class:`BoundPolicy` gives it, without asking and checking per phase (the
-    limit was checked when the policy was made, and it never changes)."""
+    limit was checked when the policy was made, and it never changes).  The
+    servers read :attr:`static_limit` instead of calling :meth:`accept_limit`."""
 
-    __slots__ = ("_limit", "static_limit")
+    __slots__ = ("static_limit",)
 
     def __init__(self, policy: StaticLimit, server: ServerState) -> None:
         super().__init__(policy, server)
-        self._limit = policy.limit
-        self.static_limit = policy.limit
-        self.last_limit = policy.limit  # what accept_limit() would record at each phase
+        self.static_limit = self.last_limit = policy.limit
 
     def accept_limit(self, server: Any = None) -> float:
-        limit = self.last_limit = self._limit
-        return limit
+        return self.static_limit
 
 
 def bind(policy: Any, server: ServerState) -> BoundPolicy:

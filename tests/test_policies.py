@@ -341,3 +341,34 @@ def test_the_readme_policy_example_runs() -> None:
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
     assert namespace["result"]["policy"] == "half-the-queue"
+
+
+class _AskedEveryPhase(Policy):
+    """A fixed limit and an unbounded budget, through the checked per-phase calls
+    (not a StaticLimit, so the servers' static fast path does not apply)."""
+
+    name = "asked"
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+
+    def accept_limit(self, view: ServerView) -> float:
+        return self.limit
+
+    def work_budget(self, view: ServerView) -> float:
+        return math.inf
+
+
+@pytest.mark.parametrize("server", ["userver", "tux", "knot", "nginx"])
+@pytest.mark.parametrize("limit", [1, 7, math.inf])
+def test_the_static_fast_path_decides_as_asking_every_phase(server: str, limit: float) -> None:
+    """Servers read a static policy's limit and skip an unbounded work budget;
+    a policy asked at every phase for the same values gives the same run."""
+    fields = {"server": server, "duration_s": 0.8, "rate_per_s": 26000.0, "accept_limit": limit}
+    fast = simulate(short(**fields))
+    asked = simulate(short(**fields), policy=_AskedEveryPhase(limit))
+    for record in (fast, asked):
+        for key in ("policy", "policy_name", "policy_params", "sim_cpu_time_s",
+                    "sim_conns_per_cpu_s"):  # fmt: skip
+            record.pop(key)
+    assert fast == asked
