@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-slow bench lint clean
+.PHONY: run test test-slow bench bench-instructions lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,11 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench -s
 
+bench-instructions: $(STAMP)
+	$(BIN)/python tools/instructions.py
+
 lint: $(STAMP)
-	$(BIN)/ruff check sim models acceptsim tests
+	$(BIN)/ruff check sim models acceptsim tests tools
 
 clean:
 	rm -rf $(VENV) out

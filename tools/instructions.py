@@ -1,0 +1,66 @@
+"""Machine instructions per simulated connection attempt, under valgrind.
+
+A timing on a shared machine drifts with its neighbours; an instruction
+count does not (it is the same for the same interpreter, code and inputs),
+so it is the measure to compare two versions of the code by.  Each server's
+bench run (one-packet, 24,000 requests/s) is counted at two durations; the
+difference in instructions over the difference in connection attempts
+leaves out start-up (imports, set-up, results).
+
+    python tools/instructions.py [--servers userver,tux,knot] [--accept-limit L]
+
+Needs ``valgrind`` on the PATH; prints JSON ``{"<server>": instructions, ...}``.
+Takes about half a minute per server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: simulated seconds of the short and the long run
+DURATIONS_S = (1.0, 3.0)
+
+
+def count(server: str, duration_s: float, accept_limit: str | None) -> tuple[int, int]:
+    """(instructions, simulated connection attempts) of one bench run under valgrind."""
+    args = ["bench", "--servers", server, "--duration", str(duration_s)]
+    if accept_limit is not None:
+        args += ["--accept-limit", accept_limit]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+             f"--cachegrind-out-file={Path(tmp) / 'cg.out'}",
+             sys.executable, "-m", "acceptsim.cli", *args],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if refs is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{out.stderr[-2000:]}")
+    attempts = json.loads(out.stdout)[server]["conns_attempted"]
+    return int(refs.group(1).replace(",", "")), int(attempts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--servers", default="userver,tux,knot")
+    parser.add_argument("--accept-limit", default=None)
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        parser.error("valgrind is not on the PATH")
+    result = {}
+    for server in args.servers.split(","):
+        (i0, c0), (i1, c1) = (count(server, d, args.accept_limit) for d in DURATIONS_S)
+        result[server] = round((i1 - i0) / (c1 - c0))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
