@@ -13,6 +13,9 @@ timeouts and processes all work as in SimPy.  For speed it adds:
   (a packet crossing a LAN with a constant round-trip time, a retransmission
   after a fixed timeout).  Only a line's head sits on SimPy's heap, so the
   heap stays small however many packets are in flight;
+* ``call_recurring(delay, gap, fn)``: a callback that recurs at instants
+  spaced by ``gap()`` draws (a stream of arrivals), whose next entry takes
+  the place of the fired one on the heap;
 * **timer lanes** (:meth:`Environment.timer_lane`): a population of timers
   at arbitrary instants (one per overflowed connection) in a heap of their
   own, only the earliest on SimPy's heap, so the main heap stays shallow;

@@ -372,3 +372,44 @@ def test_the_static_fast_path_decides_as_asking_every_phase(server: str, limit: 
                     "sim_conns_per_cpu_s"):  # fmt: skip
             record.pop(key)
     assert fast == asked
+
+
+def test_a_userver_subclass_that_redefines_the_inlined_hooks_is_still_called(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The userver's loop writes hold(), release(), readable() and getevents()
+    inline only for its own definitions: a subclass's versions are called."""
+    from models import experiment
+    from models.servers.userver import Userver
+
+    calls = {"hold": 0, "release": 0, "readable": 0, "getevents": 0}
+
+    class Counting(Userver):
+        def hold(self, conn):  # type: ignore[no-untyped-def]
+            calls["hold"] += 1
+            super().hold(conn)
+
+        def release(self, conn):  # type: ignore[no-untyped-def]
+            calls["release"] += 1
+            super().release(conn)
+
+        def readable(self, conn):  # type: ignore[no-untyped-def]
+            calls["readable"] += 1
+            super().readable(conn)
+
+        def getevents(self):  # type: ignore[no-untyped-def]
+            calls["getevents"] += 1
+            return (yield from super().getevents())
+
+    _, params_cls, categories = experiment.SERVERS["userver"]
+    monkeypatch.setitem(experiment.SERVERS, "userver", (Counting, params_cls, categories))
+    sub = simulate(short(server="userver", warmup_s=0.0))
+    monkeypatch.undo()
+    plain = simulate(short(server="userver", warmup_s=0.0))
+    window = sub["duration_s"]
+    assert calls["hold"] == round(sub["accept_rate_per_s"] * window) > 0
+    assert calls["release"] > 0 and calls["readable"] > calls["release"]
+    assert calls["getevents"] >= round(sub["select_calls_per_s"] * window)
+    for record in (sub, plain):
+        record.pop("sim_cpu_time_s"), record.pop("sim_conns_per_cpu_s")
+    assert sub == plain

@@ -140,9 +140,9 @@ class Userver(Server):
         accept_cost = costs.accept_s + self.opened()
         policy = self.policy
         # The hot path's own calls, inline where a subclass does not redefine them:
-        # getevents() with select_cost() and listen_ready(), a static policy's
-        # accept_limit(), a work_budget() that never bounds (the same values,
-        # without the calls).
+        # getevents() with select_cost() and listen_ready(), hold() and release(),
+        # readable() of a connection just accepted; a static policy's accept_limit()
+        # and a work_budget() that never bounds (the same values, without the calls).
         cls = type(self)
         plain_select = (
             cls.getevents is Userver.getevents
@@ -150,6 +150,7 @@ class Userver(Server):
             and cls.listen_ready is Userver.listen_ready
         )
         plain_readable = cls.readable is Userver.readable
+        plain_hold = cls.hold is Server.hold and cls.release is Server.release
         select_base = costs.select_base_s
         select_per_fd = costs.select_per_fd_s
         static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
@@ -179,8 +180,11 @@ class Userver(Server):
                             break
                         yield ACCEPT, accept_cost
                         accepted += 1
-                        self.open += 1  # self.hold(conn), inline
-                        self._open_sum -= env._now
+                        if plain_hold:
+                            self.open += 1  # self.hold(conn), inline
+                            self._open_sum -= env._now
+                        else:
+                            self.hold(conn)
                         if conn.pending or conn.eof:
                             if plain_readable and not conn.ready:
                                 conn.ready = True  # self.readable(conn), inline (the task
@@ -211,9 +215,12 @@ class Userver(Server):
                             self.readable(conn)
                     elif conn.eof:
                         yield WORK, costs.close_s
-                        self.open -= 1  # self.release(conn), inline
-                        self._open_sum += env._now
-                        conn.state = CLOSED
+                        if plain_hold:
+                            self.open -= 1  # self.release(conn), inline
+                            self._open_sum += env._now
+                            conn.state = CLOSED
+                        else:
+                            self.release(conn)
                 self.work_phases += 1
                 self.conns_worked += i
                 self._batch = _EMPTY
