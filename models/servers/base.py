@@ -19,10 +19,14 @@ and the policies read them from every server alike.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from models.connection import CLOSED, Connection
 from sim.cpu import INF
+
+#: the CPU category of accept() calls, for every server
+ACCEPT = "accept"
 
 if TYPE_CHECKING:
     from models.client import Client
@@ -72,6 +76,28 @@ class Server:
 
     def run(self):  # type: ignore[no-untyped-def]
         raise NotImplementedError
+
+    def accept_batch(self, listen: ListenSocket, taken: Callable[[Connection], Any]):  # type: ignore[no-untyped-def]
+        """One accept phase: accept() from ``listen`` up to the policy's accept-limit.
+
+        Each call is a burst (``accept_s``); one that finds the queue empty costs
+        ``accept_empty_s`` and ends the phase.  Each connection is held, then handed
+        to ``taken``.  Returns how many were accepted; the caller counts the phase.
+        """
+        costs = self.costs
+        limit = self.policy.accept_limit(self)
+        max_open = self.params.max_connections
+        accepted = 0
+        while accepted < limit and self.open < max_open:
+            conn = listen.accept()
+            if conn is None:
+                yield ACCEPT, costs.accept_empty_s
+                break
+            yield ACCEPT, costs.accept_s
+            accepted += 1
+            self.hold(conn)
+            taken(conn)
+        return accepted
 
     def hold(self, conn: Connection) -> None:
         """The server now holds ``conn`` (it accepted it)."""

@@ -219,25 +219,17 @@ class Sped(_FileServing, Userver):
                 self.conns_worked += len(ready)
 
     def accept_phase(self):  # type: ignore[no-untyped-def]
-        costs = self.costs
         listen = self.listen
         max_open = self.params.max_connections
         if not (listen.accept_queue and self.open < max_open):
             return
-        limit = self.policy.accept_limit(self)
-        accepted = 0
-        while accepted < limit and self.open < max_open:
-            conn = listen.accept()
-            if conn is None:
-                yield ACCEPT, costs.accept_empty_s
-                break
-            yield ACCEPT, costs.accept_s
-            accepted += 1
-            self.hold(conn)
-            if conn.pending or conn.eof:
-                self.readable(conn)
+        accepted = yield from self.accept_batch(listen, self._readable_if_waiting)
         self.accept_phases += 1
         self.accepts += accepted
+
+    def _readable_if_waiting(self, conn: Connection) -> None:
+        if conn.pending or conn.eof:  # its request (or FIN) came before the accept
+            self.readable(conn)
 
     def handle(self, conn: Connection):  # type: ignore[no-untyped-def]
         """Serve the next request of ``conn``, or close it after end-of-file."""
@@ -453,17 +445,7 @@ class MultiProcess(_FileServing, Server):
                 if w.batch:
                     w.conn = w.batch.popleft()
                     continue
-                limit = self.policy.accept_limit(self)
-                accepted = 0
-                while accepted < limit and self.open < p.max_connections:
-                    new = listen.accept()
-                    if new is None:
-                        yield ACCEPT, costs.accept_empty_s
-                        break
-                    yield ACCEPT, costs.accept_s
-                    accepted += 1
-                    self.hold(new)
-                    w.batch.append(new)
+                accepted = yield from self.accept_batch(listen, w.batch.append)
                 if accepted:
                     self.accept_phases += 1
                     self.accepts += accepted

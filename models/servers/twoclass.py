@@ -42,7 +42,7 @@ from models.client import Client, ClientParams
 from models.connection import Connection
 from models.kernel import ListenSocket
 from models.link import Link
-from models.servers.base import Server
+from models.servers.base import ACCEPT, Server
 from sim.cpu import BLOCK
 from sim.params import Params, param
 from sim.results import summary_ms
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from sim.engine import Environment
 
 SCHEDULE = "schedule"
-ACCEPT = "accept"
 WORK = "work"
 BACKGROUND = "background"
 CATEGORIES = (SCHEDULE, ACCEPT, WORK, BACKGROUND)
@@ -277,17 +276,7 @@ class TwoClass(Server):
                     continue
                 # accept up to the accept-limit, then serve them one after the other
                 sock = self._socket(w)
-                limit = self.policy.accept_limit(self)
-                accepted = 0
-                while accepted < limit and self.open < p.max_connections:
-                    new = sock.listen.accept()
-                    if new is None:
-                        yield ACCEPT, costs.accept_empty_s
-                        break
-                    yield ACCEPT, costs.accept_s
-                    accepted += 1
-                    self.hold(new)
-                    w.batch.append(new)
+                accepted = yield from self.accept_batch(sock.listen, w.batch.append)
                 if not accepted:
                     sock.waiters.append(w)  # blocks in accept()
                     return

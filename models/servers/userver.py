@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
-from models.servers.base import Server
+from models.servers.base import ACCEPT, Server
 from sim.cpu import BLOCK, INF, Cpu
 from sim.params import Params, param
 
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from sim.engine import Environment
 
 GETEVENTS = "getevents"
-ACCEPT = "accept"
 WORK = "work"
 CATEGORIES = (GETEVENTS, ACCEPT, WORK)
 _EMPTY: list[Connection] = []
