@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq, minimize
+from scipy.optimize import brentq, minimize, minimize_scalar
 
 from models.costs import PARAMETER_SETS, HostCosts
 from models.experiment import RunConfig, simulate
@@ -118,6 +118,151 @@ RATIO_PROBLEMS = {
         "userver SPECweb99-like reply rate, accept-limit inf / 1, at 30,000 target requests/s",
     ),
 }  # fmt: skip
+
+
+#: the paper's protocol for every overload target: two-minute runs measured from the start
+PAPER_DURATION_S = 120.0
+
+
+@dataclass(frozen=True)
+class OverloadTarget:
+    """One overload number of brief section 7, simulated under the paper's protocol.
+
+    ``kind``: ``replies`` (reply rate of ``limits[0]``), ``drops`` (queue drops/s of
+    ``limits[0]``: every SYN dropped, whatever the rule, and every ListenOverflow)
+    or ``ratio`` (reply rate of ``limits[0]`` over that of ``limits[1]``).
+    """
+
+    name: str
+    what: str
+    kind: str
+    server: str
+    costs: str
+    rate_per_s: float
+    limits: tuple[float, ...]
+    paper: float
+
+
+OVERLOAD_TARGETS = (
+    OverloadTarget("userver_1_replies_20k", "userver accept-limit 1 at 20,000/s: replies/s",
+                   "replies", "userver", "cluster1", 20000, (1,), 14058),
+    OverloadTarget("userver_1_drops_20k", "userver accept-limit 1 at 20,000/s: queue drops/s",
+                   "drops", "userver", "cluster1", 20000, (1,), 17832),
+    OverloadTarget("userver_inf_over_1_21k", "userver inf over accept-limit 1 at 21,000/s",
+                   "ratio", "userver", "cluster1", 21000, (math.inf, 1), 1.65),
+    OverloadTarget("userver_inf_over_1_30k", "userver inf over accept-limit 1 at 30,000/s",
+                   "ratio", "userver", "cluster1", 30000, (math.inf, 1), 1.71),
+    OverloadTarget("tux_1_over_inf_23k", "TUX accept-limit 1 over inf at 23,000/s",
+                   "ratio", "tux", "cluster1", 23000, (1, math.inf), 1.36),
+    OverloadTarget("knot_50_over_1_14k", "Knot accept-limit 50 over 1 at 14,000/s",
+                   "ratio", "knot", "cluster2", 14000, (50, 1), 1.32),
+    OverloadTarget("knot_50_over_1_30k", "Knot accept-limit 50 over 1 at 30,000/s",
+                   "ratio", "knot", "cluster2", 30000, (50, 1), 1.24),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OverloadProblem:
+    """Fit one cost field of a parameter set to overload targets (least squares on
+    relative errors), each simulated under the paper's protocol."""
+
+    name: str
+    costs: str
+    field: str
+    bounds: tuple[float, float]  # of the field
+    xatol: float
+    targets: tuple[str, ...]  # names in OVERLOAD_TARGETS
+    what: str
+
+
+OVERLOAD_PROBLEMS = {
+    "overload": OverloadProblem(
+        "overload", "cluster1", "client_poll_per_socket_s", (0.02e-6, 0.5e-6), 0.005e-6,
+        ("userver_1_replies_20k", "userver_1_drops_20k", "userver_inf_over_1_21k",
+         "userver_inf_over_1_30k"),
+        "httperf's per-socket event-loop cost on cluster 1's client machines, fitted to "
+        "the userver's overload numbers (brief section 7)",
+    ),
+}  # fmt: skip
+
+
+def overload_points(
+    targets: Sequence[OverloadTarget], costs: dict[str, HostCosts], seed: int = 1
+) -> list[dict[str, Any]]:
+    """The distinct runs the targets need (paper protocol), in a stable order."""
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for t in targets:
+        for limit in t.limits:
+            key = (t.server, t.costs, t.rate_per_s, limit)
+            seen.setdefault(key, {
+                "server": t.server, "accept_limit": limit, "rate_per_s": float(t.rate_per_s),
+                "duration_s": PAPER_DURATION_S, "warmup_s": 0.0, "seed": seed,
+                "costs": costs[t.costs],
+            })  # fmt: skip
+    return list(seen.values())
+
+
+def overload_values(
+    targets: Sequence[OverloadTarget], costs: dict[str, HostCosts] | None = None,
+    jobs: int | None = None, seed: int = 1,
+) -> list[float]:
+    """Each target's simulated value under the paper's protocol."""
+    costs = {**PARAMETER_SETS, **(costs or {})}
+    points = overload_points(targets, costs, seed)
+    records = run_many(_run, points, jobs=jobs, progress=False)
+    by_key = {
+        (p["server"], p["rate_per_s"], p["accept_limit"], p["costs"]): r
+        for p, r in zip(points, records, strict=True)
+    }
+
+    def record(t: OverloadTarget, limit: float) -> dict[str, Any]:
+        return by_key[(t.server, float(t.rate_per_s), limit, costs[t.costs])]
+
+    out = []
+    for t in targets:
+        first = record(t, t.limits[0])
+        if t.kind == "replies":
+            out.append(first["reply_rate_per_s"])
+        elif t.kind == "drops":
+            out.append(first["drops_per_s"]["total"])
+        else:
+            out.append(first["reply_rate_per_s"] / record(t, t.limits[1])["reply_rate_per_s"])
+    return out
+
+
+def fit_overload(problem: OverloadProblem, jobs: int | None = None) -> dict[str, Any]:
+    """Bounded scalar least squares (``scipy.optimize.minimize_scalar``) of the field."""
+    targets = [t for t in OVERLOAD_TARGETS if t.name in problem.targets]
+    base = PARAMETER_SETS[problem.costs]
+    history: list[tuple[float, list[float]]] = []
+
+    def objective(value: float) -> float:
+        values = overload_values(targets, {problem.costs: base.replace(**{problem.field: value})},
+                                 jobs)
+        errors = [(v - t.paper) / t.paper for v, t in zip(values, targets, strict=True)]
+        history.append((value, values))
+        print(f"  {problem.field} = {value:.4g}: relative errors {np.round(errors, 3)}", flush=True)
+        return float(np.sum(np.square(errors)))
+
+    result = minimize_scalar(objective, bounds=problem.bounds, method="bounded",
+                             options={"xatol": problem.xatol})
+    best = float(result.x)
+    values = next(v for x, v in history if x == best) if any(
+        x == best for x, _ in history) else overload_values(
+        targets, {problem.costs: base.replace(**{problem.field: best})}, jobs)
+    return {"value": best, "targets": targets, "values": values, "evaluations": len(history)}
+
+
+def write_overload(problem: OverloadProblem, outcome: dict[str, Any], path: Path = RESULTS) -> None:
+    lines = [f"[{problem.name}]\n", f'parameter_set = "{problem.costs}"\n',
+             f'what = "{problem.what}"\n', f"evaluations = {outcome['evaluations']}\n",
+             f"run = {{ duration_s = {PAPER_DURATION_S}, warmup_s = 0.0, seed = 1 }}\n",
+             f"[{problem.name}.fitted]\n", f"{problem.field} = {outcome['value']:.4e}\n"]
+    for t, v in zip(outcome["targets"], outcome["values"], strict=True):
+        lines += [f"[{problem.name}.residual.{t.name}]\n", f'what = "{t.what}"\n',
+                  f"paper = {t.paper}\n", f"simulated = {v:.4g}\n",
+                  f"relative_error = {(v - t.paper) / t.paper:.4f}\n"]
+    _write_section(problem.name, "".join(lines), path)
 
 
 def ratio(problem: RatioProblem, value: float, jobs: int | None = None) -> float:
@@ -264,7 +409,8 @@ def _write_section(name: str, text: str, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m models.calibration", description=__doc__)
-    p.add_argument("problem", choices=sorted([*PROBLEMS, *RATIO_PROBLEMS]))
+    p.add_argument("problem", choices=sorted([*PROBLEMS, *RATIO_PROBLEMS, *OVERLOAD_PROBLEMS,
+                                              "section7"]))
     p.add_argument("--maxfev", type=int, default=12, help="simulation rounds for the optimiser")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument("--check", action="store_true", help="only report residuals of the defaults")
@@ -272,6 +418,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.problem in RATIO_PROBLEMS:
         return main_ratio(RATIO_PROBLEMS[args.problem], args)
+    if args.problem in OVERLOAD_PROBLEMS:
+        return main_overload(OVERLOAD_PROBLEMS[args.problem], args)
+    if args.problem == "section7":
+        return main_section7(args)
     problem = PROBLEMS[args.problem]
     if args.check:
         base = PARAMETER_SETS[problem.costs]
@@ -288,6 +438,38 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"relative error {r:+.2%}")
     if args.write:
         write(problem, outcome)
+    return 0
+
+
+def main_overload(problem: OverloadProblem, args: argparse.Namespace) -> int:
+    if args.check:
+        targets = [t for t in OVERLOAD_TARGETS if t.name in problem.targets]
+        value = getattr(PARAMETER_SETS[problem.costs], problem.field)
+        outcome = {"value": value, "targets": targets,
+                   "values": overload_values(targets, jobs=args.jobs), "evaluations": 1}
+    else:
+        outcome = fit_overload(problem, args.jobs)
+    print(f"{problem.field} = {outcome['value']:.4e}")
+    for t, v in zip(outcome["targets"], outcome["values"], strict=True):
+        print(f"{t.what}: paper {t.paper:g}, simulated {v:.4g} ({(v - t.paper) / t.paper:+.1%})")
+    if args.write:
+        write_overload(problem, outcome)
+    return 0
+
+
+def main_section7(args: argparse.Namespace) -> int:
+    """Every overload target of brief section 7 with the default parameter sets, under the
+    paper's protocol (nothing is fitted); ``--write`` records them."""
+    values = overload_values(OVERLOAD_TARGETS, jobs=args.jobs)
+    lines = ["[section7]\n",
+             f"run = {{ duration_s = {PAPER_DURATION_S}, warmup_s = 0.0, seed = 1 }}\n"]
+    for t, v in zip(OVERLOAD_TARGETS, values, strict=True):
+        err = (v - t.paper) / t.paper
+        print(f"{t.what}: paper {t.paper:g}, simulated {v:.4g} ({err:+.1%})")
+        lines += [f"[section7.{t.name}]\n", f'what = "{t.what}"\n', f"paper = {t.paper}\n",
+                  f"simulated = {v:.4g}\n", f"relative_error = {err:.4f}\n"]
+    if args.write:
+        _write_section("section7", "".join(lines), RESULTS)
     return 0
 
 

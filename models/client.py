@@ -19,6 +19,19 @@ Client-side TCP behaviour (Linux 2.4 client):
   retransmitting until ``orphan_retries`` retransmissions, then it is
   destroyed and any later SYN-ACK from the server draws a RST.
 
+httperf itself is one process per client machine that polls ``select()``
+with a zero timeout over every socket it holds (``costs.client_*``): the
+client *kernel* answers a SYN-ACK at once, but the *application* writes its
+request when its loop next sees the socket writable, and closes the
+connection when it next sees the reply; each costs about one scan of all its
+sockets (:meth:`Client.reaction_delay`).  Below saturation a client machine
+holds a handful of sockets and reacts within microseconds; past it, every
+connection whose SYN was dropped stays open on the client until it times
+out, the scans slow to milliseconds, and the server holds each connection
+open that much longer (a server that pays per open descriptor, as select()
+and Capriccio's poll do, then collapses).  With both loop costs 0 the request
+leaves right behind the ACK and the FIN one round trip after the reply.
+
 Timeouts are not events: a step's deadline is stored on the connection and
 compared with the clock wherever it matters (a late reply, a segment the
 server touches, the end of the run), which gives the same outcomes at a
@@ -27,6 +40,7 @@ fraction of the events.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +53,7 @@ from sim.params import Params, param
 from sim.streams import Streams
 
 if TYPE_CHECKING:
+    from models.costs import HostCosts
     from models.kernel import KernelProfile, ListenSocket
     from sim.engine import Environment
 
@@ -86,7 +101,10 @@ class Client:
         profile: KernelProfile,
         workload: Workload,
         streams: Streams,
+        costs: HostCosts | None = None,
     ) -> None:
+        """``costs``: the testbed's parameter set, for its client machines' event-loop
+        costs (``client_*``); without it the clients react at once."""
         self.env = env
         self.params = params
         self.profile = profile
@@ -117,6 +135,15 @@ class Client:
             )
         self._next_id = 0
         self.live: dict[int, Connection] = {}
+        #: httperf's event loop: the application's reaction delay (None: it reacts at once)
+        self._react: Callable[[], float] | None = None
+        if costs is not None and (costs.client_loop_base_s or costs.client_poll_per_socket_s):
+            self._loop_base = costs.client_loop_base_s
+            self._loop_per_socket = costs.client_poll_per_socket_s / costs.client_machines
+            self._phase = streams.sampler("client_loop", lambda g, n: g.random(n))
+            self._react = self.reaction_delay
+        self.reaction_delays = 0.0  # sum over the window, with their count
+        self.reactions = 0
         # measurement window, set by the run before it starts
         self.window_start = 0.0
         self.window_end = float("inf")
@@ -147,6 +174,8 @@ class Client:
         # its entry points, bound once: segments are handed to them by the thousand
         self._kernel_syn = kernel.syn
         self._kernel_handshake_ack = kernel.handshake_ack
+        self._kernel_bare_ack = kernel.bare_ack
+        self._kernel_first_request = kernel.first_request
         self._kernel_request = kernel.request_arrives
         self._kernel_fin = kernel.fin
 
@@ -186,6 +215,24 @@ class Client:
         backoff = profile.syn_rto_s * 2 ** (sent - 1)
         self.env.delay_line(backoff).put(self._kernel_syn, conn)
 
+    def reaction_delay(self) -> float:
+        """How long httperf takes to act on an event on one of its sockets (now).
+
+        httperf is one process per client machine polling ``select()`` with a
+        zero timeout over every socket it holds; an iteration costs
+        ``client_loop_base_s`` plus ``client_poll_per_socket_s`` per socket.  An
+        event lands at a uniformly random point of the iteration under way and is
+        acted on after the next scan: the rest of this iteration, then one scan.
+        The machine's sockets are the run's open client connections shared
+        evenly among ``client_machines``.
+        """
+        scan = self._loop_base + self._loop_per_socket * len(self.live)
+        delay = scan * (1.0 + self._phase())
+        if self.env._now >= self.window_start:
+            self.reaction_delays += delay
+            self.reactions += 1
+        return delay
+
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
         env = self.env
@@ -198,11 +245,22 @@ class Client:
         else:
             conn.requests_left = self.workload.requests_per_connection() - 1
             conn.reply_bytes = self.workload.reply_bytes()
-        conn.request_sent_at = connected
-        conn.deadline = connected + self.timeout
-        if connected >= self.window_start:
+        if self._react is None:  # the request leaves right behind the ACK
+            conn.request_sent_at = connected
+            conn.deadline = connected + self.timeout
+            if connected >= self.window_start:
+                self.requests += 1
+            self._lan.put(self._kernel_handshake_ack, conn)
+            return
+        # the client's kernel ACKs at once; httperf writes the request when its event
+        # loop sees the socket writable
+        sent = connected + self._react()
+        conn.request_sent_at = sent
+        conn.deadline = sent + self.timeout
+        if sent >= self.window_start:
             self.requests += 1
-        self._lan.put(self._kernel_handshake_ack, conn)
+        self._lan.put(self._kernel_bare_ack, conn)
+        env.call_at(sent + self.owd, self._kernel_first_request, conn)
 
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK (with the request behind it) overflowed: the request
@@ -265,6 +323,8 @@ class Client:
             conn.requests_left -= 1
             # the workload's think time, if it has one, passes before the next request
             think = self._think_time(conn) if self._think_time is not None else 0.0
+            if self._react is not None:  # httperf issues the next call from its loop
+                think += self._react()
             if self._start_connection is None:
                 conn.reply_bytes = self.workload.reply_bytes()
             conn.request_sent_at = received + think
@@ -281,7 +341,10 @@ class Client:
             del self.live[conn.id]
             if conn.started_at >= self.window_start:
                 self.completed += 1
-        self._lan.put(self._kernel_fin, conn)
+        if self._react is None:
+            self._lan.put(self._kernel_fin, conn)
+        else:  # httperf closes the socket when its loop has read the reply
+            env.call_in(self.rtt + self._react(), self._kernel_fin, conn)
 
     # -- outcomes ---------------------------------------------------------------------
     def resolve(self, conn: Connection, outcome: str, at: float) -> None:

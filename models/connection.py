@@ -43,6 +43,7 @@ class Connection:
         "synq_at",  # when the open request was queued
         "young",  # SYN-ACK never retransmitted
         "acked",  # the final ACK overflowed the accept queue at least once
+        "request_unacked",  # the request overflowed: the client retransmits it
         "synack_rtx",  # SYN-ACK retransmissions
         "cookie",  # answered with a SYN cookie: no open request is kept
         # server side
@@ -68,6 +69,7 @@ class Connection:
         self.synq_at = 0.0
         self.young = False
         self.acked = False
+        self.request_unacked = False
         self.synack_rtx = 0
         self.cookie = False
         self.pending = 0

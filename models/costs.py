@@ -218,6 +218,25 @@ class HostCosts(Params):
         3.0e-6, unit="s", ge=0.0, doc="Knot-A: create a user-level thread for a new connection"
     )
 
+    # -- the client machines (httperf) -------------------------------------------------
+    client_machines: int = param(
+        8, unit="machines", ge=1, doc="client machines, one httperf process each (the paper: 8); "
+        "a client's open sockets are the run's open client connections over this number",
+    )
+    client_loop_base_s: float = param(
+        0.0, unit="s", ge=0.0, doc="httperf event loop: fixed part of one iteration (timer "
+        "tick, select() entry); 0 with client_poll_per_socket_s 0 turns the loop delay off",
+    )
+    client_poll_per_socket_s: float = param(
+        0.0, unit="s/socket", ge=0.0, doc="httperf event loop: per open socket of the client "
+        "machine, each iteration (httperf polls select() with a zero timeout over every "
+        "socket it holds, connecting ones included; the kernel polls each and httperf scans "
+        "the bitmaps).  The client application reacts to an event (connection established: "
+        "write the request; reply read: close) at the end of the next such scan, so its "
+        "reaction delay grows with the sockets it holds, and in overload it holds every "
+        "connection whose SYN the server dropped until its timeout",
+    )
+
 
 #: the paper's cluster 1 (userver, TUX).  It ran no Knot: its Knot fields are the
 #: class defaults, unfitted estimates

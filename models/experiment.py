@@ -219,7 +219,9 @@ class Host:
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s,
             rate_profile=config.rate_profile,
         )
-        self.client = Client(env, client_params, config.kernel, self.workload, streams)
+        self.client = Client(
+            env, client_params, config.kernel, self.workload, streams, config.costs
+        )
         server_params = config.build_server_params()
         self.listen = ListenSocket(
             env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
@@ -355,6 +357,9 @@ class Host:
             "open_connections_mean": server["open_area"] / window,
             "client_timeouts_per_s": client.timeouts / window,
             "wasted_replies_per_s": client.wasted_replies / window,
+            # httperf's event-loop reaction delay (0 when the testbed's client loop is off)
+            "client_reaction_ms_mean": 1e3 * ratio(client.reaction_delays, client.reactions)
+            if client.reactions else 0.0,
             "cpu_share": shares,
             "connections": {
                 "attempted": client.attempted,

@@ -208,13 +208,41 @@ class ListenSocket:
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
+    def bare_ack(self, conn: Connection) -> None:
+        """The client's final ACK arrives alone: its kernel answered the SYN-ACK, and
+        the client application has not written its request yet (see
+        :meth:`first_request`).  Like any segment of an open request, it tries the
+        move into the accept queue; the connection then has nothing to read."""
+        self.cpu.interrupt(self.costs.rx_segment_s)
+        if conn.state == SYN_RECV:
+            self._move_to_accept_queue(conn, data=False)
+
+    def first_request(self, conn: Connection) -> None:
+        """The client's first request arrives after its bare ACK (:meth:`bare_ack`).
+
+        If the ACK overflowed the accept queue the request is one more try at the
+        move (and, if it overflows too, the client will retransmit it); otherwise
+        it is data for an established connection.
+        """
+        self.cpu.interrupt(self.costs.rx_segment_s)
+        state = conn.state
+        if state == SYN_RECV:
+            self._move_to_accept_queue(conn)
+        elif state != CLOSED:
+            conn.pending += 1
+            if state == ACCEPTED and self.app is not None:
+                self.app.readable(conn)
+
     def retransmitted_segment(self, conn: Connection) -> None:
         """A retransmission of the client's request (after a ListenOverflow)."""
         self.cpu.interrupt(self.costs.rx_segment_s)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
-    def _move_to_accept_queue(self, conn: Connection) -> None:
+    def _move_to_accept_queue(self, conn: Connection, data: bool = True) -> None:
+        """A segment of an open request tries to complete it.  ``data``: the client's
+        request has been sent (this segment or an earlier one carries it), so the
+        child socket, if created, has a request to read."""
         if len(self.accept_queue) > self.backlog:
             self.listen_overflow += 1
             if not conn.acked:
@@ -223,6 +251,8 @@ class ListenSocket:
                     self._synack_timers.call_at(
                         conn.synq_at + self.profile.synack_rto_s, self._synack_timer, conn
                     )
+            if data and not conn.request_unacked:
+                conn.request_unacked = True  # the client's retransmission timer runs
                 self.client.request_unacknowledged(conn)
             return
         self.cpu.interrupt(self.costs.child_socket_s)
@@ -232,7 +262,8 @@ class ListenSocket:
                 conn.young = False
                 self.syn_young -= 1
         conn.state = ESTABLISHED
-        conn.pending += 1
+        if data:
+            conn.pending += 1
         self.established += 1
         queue = self.accept_queue
         queue.append(conn)

@@ -161,3 +161,29 @@ def test_dropped_packets_still_cost_kernel_time(profile: KernelProfile) -> None:
     before = host.cpu.kernel_time
     host.syn()
     assert host.cpu.kernel_time - before == pytest.approx(CLUSTER1.rx_segment_s)
+
+
+def test_a_bare_ack_completes_the_handshake_and_the_later_request_is_data() -> None:
+    """The client application writes its request after its kernel's ACK (httperf's
+    event loop): the ACK creates the child with nothing to read, the request adds one."""
+    host = Host(backlog=4)
+    conn = host.syn()
+    host.listen.bare_ack(conn)
+    assert conn.state == ESTABLISHED and conn.pending == 0
+    host.listen.first_request(conn)
+    assert conn.pending == 1 and host.client.unacked == []
+
+
+def test_a_request_behind_an_overflowed_bare_ack_retries_the_move() -> None:
+    host = Host(backlog=1)
+    host.handshake()
+    host.handshake()  # accept queue full (backlog + 1)
+    late = host.syn()
+    host.listen.bare_ack(late)
+    assert late.state == SYN_RECV and late.acked and late.pending == 0
+    assert host.client.unacked == []  # no data sent yet: nothing for the client to retransmit
+    host.listen.first_request(late)  # still full: the request itself is unacknowledged
+    assert host.listen.listen_overflow == 2 and host.client.unacked == [late.id]
+    host.listen.accept()
+    host.listen.retransmitted_segment(late)
+    assert late.state == ESTABLISHED and late.pending == 1 and host.listen.syn_len == 0
