@@ -22,7 +22,7 @@ from typing import Any
 
 from models.experiment import RunConfig, simulate
 from sim import scenario as scenario_mod
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.stats import MSER_BATCH, mser5
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
@@ -38,7 +38,7 @@ def load_scenario(name: str) -> scenario_mod.Scenario:
     known = scenarios()
     if name in known:
         return scenario_mod.load(known[name])
-    if Path(name).is_file():
+    if is_user_file(name):
         return scenario_mod.load(name)
     raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a scenario file")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from models.fileset import FileSet, FileSetParams
-from sim.errors import ConfigError
+from sim.errors import ConfigError, read_user_file
 from sim.params import Params, param
 from sim.streams import Streams
 
@@ -221,10 +221,7 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
     """
     path = Path(path)
     field = "workload.path"
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(field, str(path), f"a readable session file ({exc.strerror})") from None
+    text = read_user_file(field, path, "a readable session file (httperf --wsesslog)")
     sessions: list[list[Request]] = []
     current: list[Request] = []
     for number, raw in enumerate(text.splitlines(), start=1):

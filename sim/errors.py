@@ -1,21 +1,61 @@
-"""Errors the engine raises for bad input."""
+"""Errors the engine raises for bad input, and reading a user's file with such errors."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+#: longest shown form of a value (its repr) or field name in an error message
+SHOWN_CHARS = 80
+
+
+def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` on one line and at most about ``limit`` characters (the rest counted)."""
+    text = " ".join(str(text).splitlines())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 20]}... ({len(text):,} characters)"
 
 
 class ConfigError(ValueError):
     """A configuration value is not allowed.
 
     The message always names the field, the value given and what is allowed,
-    so a command-line front end can print it as one line.
+    on one line with long fields and values truncated (``.value`` keeps the
+    whole value), so a command-line front end can print it as one line.
     """
 
     def __init__(self, field: str, value: object, allowed: str) -> None:
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field}={value!r} is not allowed: {allowed}")
+        if isinstance(value, str) and len(value) > SHOWN_CHARS - 20:  # count the text itself
+            shown = f"{shorten(repr(value[: SHOWN_CHARS - 20]))}... ({len(value):,} characters)"
+        else:
+            shown = shorten(repr(value))
+        super().__init__(f"{shorten(field)}={shown} is not allowed: {shorten(allowed, 400)}")
 
     def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
         # picklable, so an error raised in a worker process reaches the caller intact
         return (type(self), (self.field, self.value, self.allowed))
+
+
+def read_user_file(field: str, path: str | Path, what: str) -> str:
+    """The text of a file the user named; any failure to read it (missing, a directory,
+    no permission, a name too long, not UTF-8 text) is a :class:`ConfigError` naming
+    ``field``, the path and ``what`` was expected (e.g. "a TOML parameter file")."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(field, str(path), f"{what} ({reason})") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: e.g. a NUL in the name
+        raise ConfigError(field, str(path), f"{what} (not readable as UTF-8 text: {exc})") from None
+
+
+def is_user_file(path: str | Path) -> bool:
+    """``Path(path).is_file()``, but False (not an exception) for a name the system cannot
+    even look up (too long, a NUL byte), so that the caller's own error names it."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, read_user_file
 
 _KEYS = {"name", "title", "description", "figure", "section", "base", "sweep", "plot", "expect"}
 
@@ -84,10 +84,9 @@ LINK = "+"
 
 def load(path: str | Path) -> Scenario:
     path = Path(path)
+    text = read_user_file("scenario", path, "a readable scenario file (TOML)")
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("scenario", str(path), "an existing scenario file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("scenario", str(path), f"valid TOML ({exc})") from None
     for key in data:

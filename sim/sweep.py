@@ -73,7 +73,7 @@ with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar
     warnings.simplefilter("ignore", TqdmWarning)
     from tqdm.auto import tqdm
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.results import flatten, json_safe
 from sim.scenario import Scenario
 from sim.scenario import load as load_scenario
@@ -409,7 +409,7 @@ def resolve(
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """The name, the points and the description of what is swept."""
     if isinstance(scenario, (str, Path)):
-        if Path(scenario).is_file():
+        if is_user_file(scenario):
             scenario = load_scenario(scenario)
         else:
             domain = domain if domain is not None else _default_domain()

@@ -53,7 +53,7 @@ def read_runs(paths: list[str]) -> list[MeasuredRun]:
 
 def main_calibrate(args: argparse.Namespace) -> int:
     runs = read_runs(args.runs)
-    base = load_params_file(args.params)[0] if args.params else CLUSTER1
+    base = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     used = cal.usable(runs, args.include_client_limited)
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]
     result = cal.calibrate(
@@ -78,7 +78,7 @@ def main_calibrate(args: argparse.Namespace) -> int:
 
 def main_validate(args: argparse.Namespace) -> int:
     runs = read_runs(args.runs)
-    costs = load_params_file(args.params)[0] if args.params else CLUSTER1
+    costs = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     report = cal.validate(
         runs, costs, seed=parse_int("seed", args.seed), jobs=parse_int("jobs", args.jobs)
     )

@@ -11,7 +11,7 @@ from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
 from models.experiment import RunConfig, simulate
 from sim import scenario as scenario_mod
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.sweep import run_many, to_frame
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
@@ -41,7 +41,7 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
     for name in names:
         if name in known:
             chosen.append(scenario_mod.load(known[name]))
-        elif Path(name).is_file():
+        elif is_user_file(name):
             chosen.append(scenario_mod.load(name))
         else:
             raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a file")

@@ -104,7 +104,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         fields["kernel"] = args.kernel
     if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
         fields["costs"] = args.params
-    elif args.params:
+    elif args.params is not None:
         costs, kernel = load_params_file(args.params)
         fields["costs"] = costs
         if kernel is not None:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, read_user_file
 from sim.params import Params, param
 
 FORMAT = "acceptsim-measured-run/1"
@@ -277,10 +277,9 @@ def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> Ru
 def read_run_info(path: str | Path) -> RunInfo:
     """Read and validate a ``run.toml`` file."""
     path = Path(path)
+    text = read_user_file("run.toml", path, "a readable run.toml file")
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("run.toml", str(path), "an existing file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "(file)", f"valid TOML ({exc})") from None
     return parse_run_info(data, path)
