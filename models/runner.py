@@ -60,7 +60,7 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
 def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
     """Simulate one point; a reply series is summarised by MSER-5."""
     config = RunConfig.from_dict(point)
-    record = simulate(config)
+    record = simulate(config, force=True)  # the sweep checked every run up front
     record.pop("timeseries", None)  # per-run series do not go into a sweep's table
     series = record.pop("replies_per_interval", None)
     if series is not None:
