@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from models.experiment import RunConfig, simulate
+from models.experiment import RunConfig, Work, simulate
+from models.experiment import check_work as experiment_check_work
 from sim import scenario as scenario_mod
 from sim.errors import ConfigError, is_user_file
 from sim.stats import MSER_BATCH, mser5
@@ -55,6 +56,12 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
                 f"{2 * MSER_BATCH}): MSER-5 needs {2 * MSER_BATCH} values per run",
             )  # fmt: skip
     return config.to_dict()
+
+
+def check_work(point: Mapping[str, Any], force: bool = False) -> Work:
+    """A point's expected work; :class:`ConfigError` beyond the bounds of
+    :func:`models.experiment.check_work` unless ``force``."""
+    return experiment_check_work(RunConfig.from_dict(point), force)
 
 
 def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
