@@ -32,7 +32,7 @@ class ConfigError(ValueError):
             shown = f"{shorten(repr(value[: SHOWN_CHARS - 20]))}... ({len(value):,} characters)"
         else:
             shown = shorten(repr(value))
-        super().__init__(f"{shorten(field)}={shown} is not allowed: {shorten(allowed, 400)}")
+        super().__init__(f"{shorten(field, 200)}={shown} is not allowed: {shorten(allowed, 400)}")
 
     def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
         # picklable, so an error raised in a worker process reaches the caller intact

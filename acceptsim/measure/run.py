@@ -40,9 +40,8 @@ from typing import Any
 from acceptsim.measure.counters import deltas, read_counters
 from acceptsim.measure.errors import ParseError
 from acceptsim.measure.httperf import HttperfReport, read_httperf
-from acceptsim.measure.runfile import RunInfo, read_run_info
+from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
 
-RUN_FILE = "run.toml"
 HTTPERF_FILE = "httperf.txt"
 #: a run whose clients started fewer connections per second than this fraction of the
 #: target rate measured the clients (see MeasuredRun.client_limits)
@@ -247,8 +246,12 @@ def load_run(directory: str | Path) -> MeasuredRun:
             f"{len(reports)} httperf summaries but run.toml says load.processes = "
             f"{info.load.processes}",
         )
-    before = read_counters(directory / name for name in info.counters.before)
-    after = read_counters(directory / name for name in info.counters.after)
+    before = read_counters(
+        [counter_path(directory, n, "counters.before") for n in info.counters.before]
+    )
+    after = read_counters(
+        [counter_path(directory, n, "counters.after") for n in info.counters.after]
+    )
     return MeasuredRun(directory, info, reports, before, after)
 
 
