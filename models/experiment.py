@@ -200,7 +200,8 @@ class Work:
     """The expected work of one run, known before it starts."""
 
     #: simulated connection attempts: the target rate (a profile's peak) plus a
-    #: server's own background stream, times the duration (retransmissions not counted)
+    #: server's own background stream, times the duration (retransmissions not
+    #: counted), plus the idle connections opened before the run
     attempts: float
     #: time-series rows and reply-series values the run keeps
     series_points: float
@@ -218,7 +219,8 @@ def estimate_work(config: RunConfig) -> Work:
     for interval in (config.timeseries_interval_s, config.series_interval_s):
         if interval > 0:
             points += config.duration_s / interval
-    return Work(attempts=rate * config.duration_s, series_points=points)
+    attempts = rate * config.duration_s + config.idle_connections
+    return Work(attempts=attempts, series_points=points)
 
 
 #: how a user lifts the bounds of :func:`check_work`
