@@ -62,6 +62,8 @@ MAX_ATTEMPTS = 1e8
 #: time-series rows (``timeseries_interval_s``) plus reply-series values
 #: (``series_interval_s``) of one run, each kept in memory
 MAX_SERIES_POINTS = 1e6
+#: a server's threads and processes (Knot's threads, Flash's helpers, ...), each simulated
+MAX_PROCESSES = 100_000
 
 
 @dataclass(frozen=True)
@@ -205,9 +207,10 @@ class Work:
     attempts: float
     #: time-series rows and reply-series values the run keeps
     series_points: float
-
-    def describe(self) -> str:
-        return f"{self.attempts:,.3g} connection attempts, {self.series_points:,.3g} series points"
+    #: the server's threads and processes (its parameters in those units), each simulated
+    processes: float = 0.0
+    #: the server parameters counted in ``processes``
+    process_fields: tuple[str, ...] = ()
 
 
 def estimate_work(config: RunConfig) -> Work:
@@ -220,7 +223,12 @@ def estimate_work(config: RunConfig) -> Work:
         if interval > 0:
             points += config.duration_s / interval
     attempts = rate * config.duration_s + config.idle_connections
-    return Work(attempts=attempts, series_points=points)
+    server_params = config.build_server_params()
+    fields = tuple(
+        row["name"] for row in server_params.describe() if row["unit"] in ("threads", "processes")
+    )
+    processes = float(sum(getattr(server_params, name) for name in fields))
+    return Work(attempts, points, processes, fields)
 
 
 #: how a user lifts the bounds of :func:`check_work`
@@ -246,6 +254,12 @@ def check_work(config: RunConfig, force: bool = False) -> Work:
             "duration_s / sampling interval", work.series_points,
             f"at most {MAX_SERIES_POINTS:.0e} time-series points per run; use a longer "
             f"timeseries_interval_s (--timeseries) or series_interval_s, or {FORCE_HINT}",
+        )  # fmt: skip
+    if not work.processes <= MAX_PROCESSES:
+        raise ConfigError(
+            "server_params " + " + ".join(work.process_fields), work.processes,
+            f"at most {MAX_PROCESSES:,.0f} simulated threads and processes per run, or "
+            f"{FORCE_HINT}",
         )  # fmt: skip
     return work
 

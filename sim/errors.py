@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 #: longest shown form of a value (its repr) or field name in an error message
@@ -39,12 +41,25 @@ class ConfigError(ValueError):
         return (type(self), (self.field, self.value, self.allowed))
 
 
+#: the largest file a user may hand over (parameters, scenarios, sessions, run files)
+MAX_FILE_BYTES = 64 * 2**20
+
+
 def read_user_file(field: str, path: str | Path, what: str) -> str:
-    """The text of a file the user named; any failure to read it (missing, a directory,
-    no permission, a name too long, not UTF-8 text) is a :class:`ConfigError` naming
-    ``field``, the path and ``what`` was expected (e.g. "a TOML parameter file")."""
+    """The text of a file the user named; any failure to read it (missing, a directory or
+    device such as /dev/zero, larger than :data:`MAX_FILE_BYTES`, no permission, a name too
+    long, not UTF-8 text) is a :class:`ConfigError` naming ``field``, the path and ``what``
+    was expected (e.g. "a TOML parameter file")."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise ConfigError(field, str(path), f"{what} (this is not a regular file)")
+            data = file.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise ConfigError(field, str(path), f"{what} of at most {MAX_FILE_BYTES:,} bytes")
+        return data.decode("utf-8")
+    except ConfigError:
+        raise
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(field, str(path), f"{what} ({reason})") from None

@@ -24,7 +24,6 @@ from acceptsim.cli import main
 from acceptsim.measure import load_run
 from models.experiment import Host, RunConfig, check_work, estimate_work, simulate
 from sim.errors import ConfigError
-from sim.sweep import deterministic
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "tests" / "data" / "measured" / "nginx-loopback"
