@@ -23,7 +23,7 @@ from unittest import mock
 
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import models.experiment as experiment
@@ -42,7 +42,7 @@ SAMPLE_RUN = REPO / "tests" / "data" / "measured" / "nginx-loopback"
 SECONDS = 5.0
 
 DEFAULT = settings(
-    max_examples=60, deadline=None, derandomize=True, database=None,
+    max_examples=150, deadline=None, derandomize=True, database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )  # fmt: skip
 SLOW = settings(
@@ -78,19 +78,25 @@ def assignment(names: list[str]) -> st.SearchStrategy[str]:
 
 
 def choice_or_junk(choices: list[str]) -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(choices), st.sampled_from(NASTY), TEXT)
+    """Mostly a valid choice (so that later checks are reached), sometimes junk."""
+    valid = st.sampled_from(choices)
+    return st.one_of(valid, valid, valid, st.sampled_from(NASTY), TEXT)
+
+
+def valid_or_junk(valid: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(valid, valid, valid, NUMBERISH)
 
 
 RUN_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
     "--server": choice_or_junk(list(SERVERS)),
-    "--accept-limit": st.one_of(st.sampled_from(["1", "10", "inf", "INF"]), NUMBERISH),
+    "--accept-limit": valid_or_junk(st.sampled_from(["1", "10", "inf", "INF"])),
     "--workload": choice_or_junk(list(WORKLOADS)),
     "--workload-file": choice_or_junk(["", "/nonexistent/s.log", "/", str(REPO / "README.md")]),
-    "--warmup": st.one_of(SMALL_TIME, NUMBERISH),
-    "--seed": st.one_of(st.sampled_from(["0", "1", str(2**63 - 1), str(2**63)]), NUMBERISH),
+    "--warmup": valid_or_junk(st.sampled_from(["0", "0.000001", "0.1"])),
+    "--seed": valid_or_junk(st.sampled_from(["0", "1", str(2**63 - 1), str(2**63)])),
     "--spacing": choice_or_junk(["poisson", "deterministic"]),
-    "--timeout": st.one_of(SMALL_TIME, NUMBERISH),
-    "--idle-connections": st.one_of(st.sampled_from(["0", "5", "1000000", "1000001"]), NUMBERISH),
+    "--timeout": valid_or_junk(SMALL_TIME),
+    "--idle-connections": valid_or_junk(st.sampled_from(["0", "5", "1000000", "1000001"])),
     "--server-param": st.lists(assignment(SERVER_FIELDS), max_size=2),
     "--workload-param": st.lists(assignment(WORKLOAD_FIELDS), max_size=2),
     "--kernel": choice_or_junk(["linux-2.4", "linux-modern"]),
@@ -103,24 +109,49 @@ RUN_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
         "bursty:low=100,high=2000,low_s=0.1,high_s=0.1", "step:1e308@0", "sine:period=0",
         "bursty:low=1,high=1,low_s=1e-320,high_s=1e-320", "step:", "ramp:1@-1",
     ]),  # fmt: skip
-    "--timeseries": st.one_of(st.sampled_from(["0.1", "0.001"]), NUMBERISH),
+    "--timeseries": valid_or_junk(st.sampled_from(["0.1", "0.001"])),
     "--format": st.sampled_from(["json", "table", "xml"]),
 }
 
 
+#: option values that are all allowed, so that runs happen (then within the bounds)
+VALID_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
+    "--server": st.sampled_from(list(SERVERS)),
+    "--accept-limit": st.sampled_from(["1", "2", "10", "inf"]),
+    "--warmup": st.sampled_from(["0", "0.000001", "0.05"]),
+    "--seed": st.sampled_from(["0", "1", "7", str(2**63 - 1)]),
+    "--spacing": st.sampled_from(["poisson", "deterministic"]),
+    "--timeout": st.sampled_from(["0.000001", "0.01", "1", "1e9"]),
+    "--kernel": st.sampled_from(["linux-2.4", "linux-modern"]),
+    "--params": st.sampled_from(["cluster1", "cluster2"]),
+    "--policy": st.sampled_from(list(POLICIES)),
+    "--rate-profile": st.sampled_from(["step:1000@0,2000@0.1", "ramp:10@0,1999@0.2",
+                                       "sine:mean=1000,amplitude=500,period=0.05"]),
+    "--timeseries": st.sampled_from(["0.01", "0.05"]),
+    "--format": st.sampled_from(["json", "table"]),
+}  # fmt: skip
+
+
 @st.composite
 def run_argv(draw: st.DrawFn) -> list[str]:
+    if draw(st.booleans()):  # every value allowed: the run happens, within the bounds
+        argv = ["run", "--rate", draw(SMALL_RATE), "--duration", draw(st.sampled_from(["0.1",
+                "0.3", "1"]))]  # fmt: skip
+        for flag in draw(st.lists(st.sampled_from(sorted(VALID_OPTIONS)), max_size=6,
+                                  unique=True)):  # fmt: skip
+            argv.append(f"{flag}={draw(VALID_OPTIONS[flag])}")
+        return argv
     argv = ["run"]
     # usually a rate and duration a bounded run can afford, sometimes anything (or none)
     for flag, small in (("--rate", SMALL_RATE), ("--duration", SMALL_TIME)):
-        value = draw(st.one_of(small, small, NUMBERISH, st.none()))
+        value = draw(st.one_of(small, small, small, NUMBERISH, st.none()))
         if value is not None:
             argv += [flag, value]
     chosen = draw(st.lists(st.sampled_from(sorted(RUN_OPTIONS)), max_size=5, unique=True))
     for flag in chosen:
         value = draw(RUN_OPTIONS[flag])
         for item in value if isinstance(value, list) else [value]:
-            argv += [flag, item]
+            argv += [f"{flag}={item}"] if draw(st.booleans()) else [flag, item]
     if draw(st.booleans()):  # --force lifts the bounds: then only options that stay cheap
         argv = ["run", "--rate", draw(SMALL_RATE), "--duration", draw(SMALL_TIME), "--force"]
         for flag in chosen:
@@ -160,6 +191,7 @@ def check_cli(argv: list[str]) -> None:
             code = exc.code if isinstance(exc.code, int) else 2
     elapsed = time.perf_counter() - started
     text = err.getvalue()
+    event(f"{argv[0]}: exit {code}")
     assert code in (0, 2), (argv, code, text)
     if code == 2:
         lines = text.splitlines()
@@ -346,7 +378,9 @@ def check_run_dir(run_dir: Path, text: str, read: Callable[[Path], Any]) -> None
         run = read(run_dir)
     except (ConfigError, ParseError) as exc:
         assert "\n" not in str(exc)
+        event("run.toml refused")
         return
+    event("run.toml read")
     # whatever was read came from inside the run directory
     assert "SECRET" not in repr(run.counters_before) + repr(run.counters_after)
 
