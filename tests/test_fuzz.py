@@ -396,3 +396,115 @@ def test_fuzz_run_toml_never_reads_outside_the_run_directory(run_dir: Path, text
 @given(text=run_toml(_original()))
 def test_fuzz_run_toml_many(run_dir: Path, text: str) -> None:
     check_run_dir(run_dir, text, load_run)
+
+
+# -- the other commands' options ------------------------------------------------------------------
+TINY_SCENARIO = """\
+name = "tiny"
+title = "one small point"
+[base]
+rate_per_s = 1000
+duration_s = 0.3
+warmup_s = 0.1
+[sweep]
+accept_limit = [1]
+"""
+FIELD_NAMES = st.one_of(st.sampled_from(CONFIG_FIELDS), TEXT)
+SWEEP_OPTIONS: dict[str, st.SearchStrategy[Any]] = {
+    "--jobs": valid_or_junk(st.sampled_from(["1", "1", "2"])),
+    "--replications": valid_or_junk(st.sampled_from(["1", "2", "4", "5"])),
+    "--duration": valid_or_junk(st.sampled_from(["0.2", "0.5"])),
+    "--warmup": valid_or_junk(st.sampled_from(["0", "0.1"])),
+    "--set": st.lists(st.builds(lambda k, v: f"{k}={v}", FIELD_NAMES, VALUE), max_size=2),
+    "--vary": st.lists(st.builds(lambda k, vs: f"{k}={','.join(vs)}", FIELD_NAMES,
+                                 st.lists(VALUE, max_size=3)), max_size=2),  # fmt: skip
+    "--detect-warmup": st.just(None),
+    "--series-interval": valid_or_junk(st.sampled_from(["0.01", "0.02"])),
+    "--metric": choice_or_junk(["reply_rate_per_s", "drops_per_s.total"]),
+    "--target-ci": valid_or_junk(st.sampled_from(["0.5", "0.01"])),
+    "--max-replications": valid_or_junk(st.sampled_from(["2", "3", "4"])),
+    "--resume": st.just(None),
+}
+OTHER_COMMANDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
+    "search": {
+        "--rate": valid_or_junk(SMALL_RATE),
+        "--duration": valid_or_junk(st.sampled_from(["0.2", "0.3"])),
+        "--warmup": valid_or_junk(st.just("0")),
+        "--replications": valid_or_junk(st.sampled_from(["2", "1"])),
+        "--jobs": st.just("1"),
+        "--candidates": choice_or_junk(["1,inf", "1,2", "", ",", "0", "inf,inf"]),
+        "--indifference": valid_or_junk(st.sampled_from(["0", "0.05", "1"])),
+        "--policy": choice_or_junk(list(POLICIES)),
+        "--tune": st.lists(st.builds(lambda k, lo, hi: f"{k}={lo}:{hi}",
+                                     st.sampled_from(["interval_s", "decrease", "x"]),
+                                     NUMBERISH, NUMBERISH), max_size=1),  # fmt: skip
+        "--max-evals": valid_or_junk(st.sampled_from(["1", "2"])),
+        "--set": st.lists(st.builds(lambda k, v: f"{k}={v}", FIELD_NAMES, VALUE), max_size=1),
+    },
+    "bench": {
+        "--duration": valid_or_junk(st.sampled_from(["0.1", "0.2"])),
+        "--rate": valid_or_junk(SMALL_RATE),
+        "--accept-limit": valid_or_junk(st.sampled_from(["1", "inf"])),
+        "--repeat": valid_or_junk(st.sampled_from(["1", "2"])),
+        "--servers": choice_or_junk(["userver", "tux,knot", "", "userver,,"]),
+    },
+    "reproduce": {
+        "--duration": valid_or_junk(st.sampled_from(["0.2", "0.3"])),
+        "--warmup": valid_or_junk(st.just("0.05")),
+        "--rates": choice_or_junk(["1000", "1000,2000", ",", "1e308", "0"]),
+        "--jobs": st.just("1"),
+    },
+    "compare": {"--metric": choice_or_junk(["reply_rate_per_s"])},
+    "validate": {"--seed": valid_or_junk(st.just("1")), "--jobs": st.just("1")},
+    "calibrate": {"--jobs": st.just("1")},
+    "policies": {},
+}
+#: always given (positional arguments first), so that the commands' own checks are reached
+REQUIRED = {
+    "search": ["--rate", "1000", "--duration", "0.2", "--warmup", "0"],
+    "bench": ["--duration", "0.1", "--rate", "1000", "--servers", "userver"],
+    "reproduce": ["--duration", "0.2", "--warmup", "0.05"],
+}
+PATHS = st.sampled_from(["/nonexistent", "/", ".", "/dev/zero", "x" * 5000, "", "tiny.toml",
+                         str(SAMPLE_RUN)])  # fmt: skip
+
+
+@st.composite
+def other_argv(draw: st.DrawFn, tmp: Path) -> list[str]:
+    command = draw(st.sampled_from(["sweep", *sorted(OTHER_COMMANDS)]))
+    options = SWEEP_OPTIONS if command == "sweep" else OTHER_COMMANDS[command]
+    argv = [command]
+    if command in ("sweep", "reproduce"):
+        argv.append(draw(st.one_of(st.just(str(tmp / "tiny.toml")), PATHS)))
+    if command in ("compare", "validate", "calibrate"):
+        argv.append(draw(PATHS))
+    if command in ("sweep", "reproduce"):
+        argv += ["--out", str(tmp / f"out{next(_counter)}")]
+    if command == "sweep":
+        argv.append("--quiet")
+    argv += REQUIRED.get(command, [])
+    flags = st.lists(st.sampled_from(sorted(options)), max_size=4, unique=True) if options else []
+    for flag in draw(flags) if options else []:
+        value = draw(options[flag])
+        for item in value if isinstance(value, list) else [value]:
+            argv += [flag] if item is None else [f"{flag}={item}"]
+    return argv
+
+
+def check_other(tmp_path: Path, data: st.DataObject) -> None:
+    (tmp_path / "tiny.toml").write_text(TINY_SCENARIO)
+    with contextlib.chdir(tmp_path):  # reproduce and friends write nothing in the repository
+        check_cli(data.draw(other_argv(tmp_path)))
+
+
+@settings(DEFAULT, max_examples=60)
+@given(data=st.data())
+def test_fuzz_other_commands(tmp_path: Path, data: st.DataObject) -> None:
+    check_other(tmp_path, data)
+
+
+@pytest.mark.slow
+@SLOW
+@given(data=st.data())
+def test_fuzz_other_commands_many(tmp_path: Path, data: st.DataObject) -> None:
+    check_other(tmp_path, data)
