@@ -11,7 +11,7 @@ from acceptsim.config_io import load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from models.costs import CLUSTER1
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.results import json_safe
 
 
@@ -42,10 +42,10 @@ def read_runs(paths: list[str]) -> list[MeasuredRun]:
     dirs: list[Path] = []
     for text in paths:
         path = Path(text)
-        if (path / "run.toml").is_file():
+        if is_user_file(path / "run.toml"):
             dirs.append(path)
-        elif path.is_dir() and find_runs(path):
-            dirs.extend(find_runs(path))
+        elif path.is_dir() and (found := find_runs(path)):
+            dirs.extend(found)
         else:
             raise ConfigError("run", text, "a run directory (with run.toml) or a folder of them")
     return [load_run(d) for d in dirs]

@@ -32,6 +32,7 @@ measured listener contributes.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,9 +256,23 @@ def load_run(directory: str | Path) -> MeasuredRun:
     return MeasuredRun(directory, info, reports, before, after)
 
 
-def find_runs(root: str | Path) -> list[Path]:
-    """Every run directory (one holding a run.toml) under ``root``, sorted."""
-    return sorted(p.parent for p in Path(root).rglob(RUN_FILE))
+#: how deep under the folder given :func:`find_runs` looks (a sweep's folder of runs, or a
+#: folder of such folders, is 1 or 2 deep); it follows no symbolic links
+MAX_DEPTH = 4
+
+
+def find_runs(root: str | Path, max_depth: int = MAX_DEPTH) -> list[Path]:
+    """Every run directory (one holding a run.toml) under ``root``, at most ``max_depth``
+    levels down, sorted; unreadable folders are skipped."""
+    root = Path(root)
+    found = []
+    for folder, subfolders, files in os.walk(root, followlinks=False):
+        here = Path(folder)
+        if RUN_FILE in files:
+            found.append(here)
+        if len(here.relative_to(root).parts) >= max_depth:
+            subfolders.clear()
+    return sorted(found)
 
 
 def load_runs(dirs: Iterable[str | Path]) -> list[MeasuredRun]:
