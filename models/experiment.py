@@ -216,14 +216,14 @@ class Work:
 def estimate_work(config: RunConfig) -> Work:
     """What ``config`` will cost: an upper estimate computed from its fields alone."""
     profile = arrivals.parse(config.rate_profile)
+    server_params = config.build_server_params()
     rate = config.rate_per_s if profile is None else profile.peak
-    rate += float(getattr(config.build_server_params(), "bg_rate_per_s", 0.0))
+    rate += float(getattr(server_params, "bg_rate_per_s", 0.0))
     points = 0.0
     for interval in (config.timeseries_interval_s, config.series_interval_s):
         if interval > 0:
             points += config.duration_s / interval
     attempts = rate * config.duration_s + config.idle_connections
-    server_params = config.build_server_params()
     fields = tuple(
         row["name"] for row in server_params.describe() if row["unit"] in ("threads", "processes")
     )
@@ -236,8 +236,9 @@ FORCE_HINT = "--force (force=True from Python) runs it anyway"
 
 
 def check_work(config: RunConfig, force: bool = False) -> Work:
-    """The run's :class:`Work`; beyond :data:`MAX_ATTEMPTS` or :data:`MAX_SERIES_POINTS`
-    a :class:`ConfigError` with the estimate and how to lift the bound, unless ``force``."""
+    """The run's :class:`Work`; beyond :data:`MAX_ATTEMPTS`, :data:`MAX_SERIES_POINTS` or
+    :data:`MAX_PROCESSES` a :class:`ConfigError` with the estimate and how to lift the
+    bound, unless ``force``."""
     work = estimate_work(config)
     if force:
         return work

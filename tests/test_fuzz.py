@@ -431,7 +431,6 @@ OTHER_COMMANDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
         "--duration": valid_or_junk(st.sampled_from(["0.2", "0.3"])),
         "--warmup": valid_or_junk(st.just("0")),
         "--replications": valid_or_junk(st.sampled_from(["2", "1"])),
-        "--jobs": st.just("1"),
         "--candidates": choice_or_junk(["1,inf", "1,2", "", ",", "0", "inf,inf"]),
         "--indifference": valid_or_junk(st.sampled_from(["0", "0.05", "1"])),
         "--policy": choice_or_junk(list(POLICIES)),
@@ -461,7 +460,9 @@ OTHER_COMMANDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
 }
 #: always given (positional arguments first), so that the commands' own checks are reached
 REQUIRED = {
-    "search": ["--rate", "1000", "--duration", "0.2", "--warmup", "0"],
+    # one process: a pool per evaluation would measure forking, not the bounds
+    "search": ["--rate", "1000", "--duration", "0.2", "--warmup", "0", "--jobs", "1",
+               "--max-evals", "3"],
     "bench": ["--duration", "0.1", "--rate", "1000", "--servers", "userver"],
     "reproduce": ["--duration", "0.2", "--warmup", "0.05"],
 }
@@ -481,7 +482,7 @@ def other_argv(draw: st.DrawFn, tmp: Path) -> list[str]:
     if command in ("sweep", "reproduce"):
         argv += ["--out", str(tmp / f"out{next(_counter)}")]
     if command == "sweep":
-        argv.append("--quiet")
+        argv += ["--quiet", "--jobs", "1"]
     argv += REQUIRED.get(command, [])
     flags = st.lists(st.sampled_from(sorted(options)), max_size=4, unique=True) if options else []
     for flag in draw(flags) if options else []:
