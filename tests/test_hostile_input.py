@@ -234,8 +234,10 @@ duration_s = [0.3, 0.4, 900, 901]
 """
 
 
-def test_sigint_stops_a_parallel_sweep_at_once_and_keeps_every_finished_run(
-    tmp_path: Path,
+@pytest.mark.parametrize(("signum", "status", "name"),
+                         [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_stops_a_parallel_sweep_at_once_and_keeps_every_finished_run(
+    tmp_path: Path, signum: int, status: int, name: str
 ) -> None:
     scenario = tmp_path / "s.toml"
     scenario.write_text(SCENARIO)
@@ -250,7 +252,7 @@ def test_sigint_stops_a_parallel_sweep_at_once_and_keeps_every_finished_run(
             time.sleep(0.05)
         assert len(list((out / "parts").glob("*.parquet"))) == 2
         time.sleep(0.5)  # the long runs are under way in both workers
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         stopped = time.monotonic()
         _, err = proc.communicate(timeout=30)
     finally:
@@ -258,9 +260,9 @@ def test_sigint_stops_a_parallel_sweep_at_once_and_keeps_every_finished_run(
             proc.kill()
             proc.wait()
     assert time.monotonic() - stopped < 15  # workers ended, not waited for
-    assert proc.returncode == 130
+    assert proc.returncode == status
     assert err.splitlines() == [
-        f"acceptsim sweep: stopped by SIGINT; 2 finished runs kept in {out / 'parts'}; add "
+        f"acceptsim sweep: stopped by {name}; 2 finished runs kept in {out / 'parts'}; add "
         "--resume to continue"
     ], err
     assert len(list((out / "parts").glob("*.parquet"))) == 2
