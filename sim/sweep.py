@@ -341,7 +341,13 @@ class Store:
                 "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
                 "stored there",
             )  # fmt: skip
-        self.parts.mkdir(parents=True, exist_ok=True)
+        try:
+            self.parts.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                "out", str(self.path), f"a directory that can be created and written "
+                f"({exc.strerror or type(exc).__name__})",
+            ) from None  # fmt: skip
         for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill
             stale.unlink(missing_ok=True)
 

@@ -332,3 +332,17 @@ def test_file_system_errors_on_user_files_exit_2_with_one_line(
         code, _, err = run_cli(capsys, *argv)
         assert code == 2, (argv, err)
         assert len(err.splitlines()) == 1 and str(path)[:40] in err, err
+
+
+def test_an_output_directory_that_cannot_be_made_exits_2_naming_out(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SCENARIO.replace("900, 901", "0.3"))
+    for argv in (["sweep", str(scenario), "--quiet", "--jobs", "1", "--out", str(blocker / "o")],
+                 ["reproduce", str(scenario), "--jobs", "1", "--out", str(blocker / "o")]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2, err
+        assert err.splitlines() == [err.strip()] and "out=" in err and "Not a directory" in err

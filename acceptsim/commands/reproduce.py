@@ -79,7 +79,11 @@ def main(args: argparse.Namespace) -> int:
     configs = [runner.normalise(point) for s in scenarios for point in s.points()]
     check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError("out", args.out, f"a directory that can be created and written "
+                          f"({exc.strerror or type(exc).__name__})") from None
     sections = []
     frames = []
     started = time.perf_counter()
