@@ -132,14 +132,27 @@ def test_a_sweep_beyond_its_bounds_is_refused_before_anything_runs_or_is_written
                   stop=sim.stats.StoppingRule("reply_rate_per_s", 0.01, max_replications=10_000))
 
 
-def test_a_run_in_slices_gives_the_very_same_record_as_one_stretch() -> None:
+def test_a_run_in_slices_gives_the_very_same_record_as_one_stretch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     config = RunConfig(server="tux", rate_per_s=9000, duration_s=1.3, warmup_s=0.3, seed=5,
                        policy="aimd", rate_profile="step:6000@0,12000@0.7",
                        timeseries_interval_s=0.1)  # fmt: skip
     whole = Host(config).run()
+    stops: list[float] = []
+    original = experiment.Environment.run
+
+    def recording(self, until=None):  # type: ignore[no-untyped-def]
+        stops.append(until)
+        return original(self, until)
+
+    monkeypatch.setattr(experiment.Environment, "run", recording)
     for slices in (3, 17):
+        stops.clear()
         sliced = Host(config).run(slices=slices)
+        assert len(stops) == slices and stops[-1] == config.duration_s
         assert deterministic_record(sliced) == deterministic_record(whole)
+        assert sliced["timeseries"] == whole["timeseries"]
 
 
 def deterministic_record(record: dict) -> dict:
