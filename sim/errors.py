@@ -6,8 +6,9 @@ import os
 import stat
 from pathlib import Path
 
-#: longest shown form of a value (its repr) or field name in an error message
-SHOWN_CHARS = 80
+#: longest shown form of a value (its repr) or field name in an error message (a long path
+#: still shows whole; a 100,000-character value does not)
+SHOWN_CHARS = 200
 
 
 def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
