@@ -10,6 +10,7 @@ from models.costs import HostCosts
 from models.experiment import resolve_costs, resolve_kernel
 from models.kernel import KernelProfile
 from sim.errors import ConfigError, read_user_file
+from sim.params import ascii_number
 
 
 def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]:
@@ -34,9 +35,7 @@ def parse_number(field: str, text: str) -> float:
     """A number written in ASCII (``24000``, ``2.4e4``, ``inf``), not ``１０`` or ``1_000``:
     Python's ``float`` also reads other scripts' digits and underscores."""
     try:
-        if not _plain_ascii(text):
-            raise ValueError(text)
-        return float(text)
+        return ascii_number(text)
     except ValueError:
         raise ConfigError(field, text, "a number in ASCII digits, e.g. 24000 or 2.4e4") from None
 
@@ -44,12 +43,7 @@ def parse_number(field: str, text: str) -> float:
 def parse_int(field: str, text: str) -> int:
     """An integer written in ASCII digits (see :func:`parse_number`)."""
     try:
-        if not _plain_ascii(text):
-            raise ValueError(text)
-        return int(text)
+        return ascii_number(text, int)
     except ValueError:
         raise ConfigError(field, text, "an integer in ASCII digits, e.g. 10") from None
 
-
-def _plain_ascii(text: str) -> bool:
-    return text.isascii() and "_" not in text and len(text) <= 100

@@ -17,7 +17,7 @@ import numpy as np
 
 from models.fileset import FileSet, FileSetParams
 from sim.errors import ConfigError, read_user_file
-from sim.params import Params, param
+from sim.params import Params, ascii_number, param
 from sim.streams import Streams
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
                 )
             if key == "think":
                 try:
-                    think = float(value)
+                    think = ascii_number(value)
                 except ValueError:
                     think = math.nan
                 if not math.isfinite(think) or think < 0:

@@ -23,6 +23,15 @@ INT64_MAX = 2**63 - 1
 _INF_WORDS = ("inf", "infinity")
 
 
+def ascii_number(text: str, kind: type = float) -> Any:
+    """``kind(text)`` for a number written in ASCII (``24000``, ``2.4e4``, ``inf``); a
+    ValueError for others' digits (``１０``, which Python's ``float`` reads), underscores
+    (``1_000``) and absurdly long text."""
+    if not text.isascii() or "_" in text or len(text) > 100:
+        raise ValueError(text)
+    return kind(text)
+
+
 def param(
     default: Any,
     *,
