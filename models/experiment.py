@@ -244,11 +244,14 @@ def check_work(config: RunConfig, force: bool = False) -> Work:
         return work
     if not work.attempts <= MAX_ATTEMPTS:
         seconds = work.attempts / SPEED_ATTEMPTS_PER_S
+        cost = (
+            "it would never end" if math.isinf(seconds) else
+            f"about {_duration_text(seconds)} of CPU at ~{SPEED_ATTEMPTS_PER_S:,.0f} attempts/s"
+        )  # fmt: skip
         raise ConfigError(
             "rate_per_s x duration_s", work.attempts,
             f"at most {MAX_ATTEMPTS:.0e} simulated connection attempts per run (this one: "
-            f"about {_duration_text(seconds)} of CPU at ~{SPEED_ATTEMPTS_PER_S:,.0f} attempts/s)"
-            f"; check the rate and duration, or {FORCE_HINT}",
+            f"{cost}); check the rate and duration, or {FORCE_HINT}",
         )  # fmt: skip
     if not work.series_points <= MAX_SERIES_POINTS:
         raise ConfigError(
@@ -274,8 +277,6 @@ def _duration_text(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
-    if math.isinf(seconds):
-        return "forever"
     if seconds < 2 * 86400 * 365:
         return f"{seconds / 3600:,.0f} h"
     return f"{seconds / (86400 * 365):,.3g} years"

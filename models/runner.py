@@ -48,7 +48,7 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
     """The full configuration of a point, validated (raises ConfigError)."""
     config = RunConfig.from_dict(point)
     if config.series_interval_s > 0:
-        values = int(config.duration_s / config.series_interval_s + 1e-9)
+        values = config.duration_s / config.series_interval_s + 1e-9  # may be huge: no int
         if values < 2 * MSER_BATCH:
             raise ConfigError(
                 "series_interval_s", config.series_interval_s,

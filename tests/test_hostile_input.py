@@ -130,6 +130,9 @@ def test_a_sweep_beyond_its_bounds_is_refused_before_anything_runs_or_is_written
     code, _, err = run_cli(capsys, "sweep", "userver-one-packet", "--duration", "1e300",
                            "--out", str(out), "--quiet")  # fmt: skip
     assert code == 2 and "rate_per_s x duration_s" in err and len(err.splitlines()) == 1
+    code, _, err = run_cli(capsys, "sweep", "userver-one-packet", "--duration", "1e308",
+                           "--detect-warmup", "--out", str(out), "--quiet")  # fmt: skip
+    assert code == 2 and "never end" in err and len(err.splitlines()) == 1
     assert not out.exists()
     with pytest.raises(ConfigError, match="points x replications"):
         sim.sweep("userver-one-packet", replications=5, progress=False,
