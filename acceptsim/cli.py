@@ -1,10 +1,18 @@
-"""The ``acceptsim`` command."""
+"""The ``acceptsim`` command.
+
+Every failure a user can cause ends with one line on stderr and exit status 2
+(a :class:`~sim.errors.ConfigError` names the field, the value and what is
+allowed).  SIGINT stops a command with exit status 130, SIGTERM with 143, one
+line each; a sweep keeps every run that finished (``--resume`` continues it).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from acceptsim import __version__
 from acceptsim.commands import (
@@ -18,17 +26,23 @@ from acceptsim.commands import (
     search,
     sweep,
 )
+from acceptsim.measure.errors import ParseError
 from models.policies import PolicyError
-from sim.errors import ConfigError
+from sim.errors import ConfigError, shorten
 
 COMMANDS = [run, policies, search, compare, reproduce, sweep, bench, measure, calibrate]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that it stops as on SIGINT (the same
+    clean-up runs: a sweep's finished runs are on disk, worker processes are ended)."""
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {shorten(message, 400)}\n")
         raise SystemExit(2)
 
 
@@ -41,17 +55,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the command runs (main thread only)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    prog = f"acceptsim {args.command}"
     try:
-        return int(args.main(args) or 0)
+        with _sigterm_stops():
+            return int(args.main(args) or 0)
     except (ConfigError, PolicyError) as exc:
-        sys.stderr.write(f"acceptsim {args.command}: error: {exc}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("acceptsim: interrupted\n")
-        return 130
+        return _fail(prog, str(exc))
+    except ParseError as exc:
+        return _fail(prog, f"{shorten(exc.path)}:{exc.line}: {shorten(exc.message, 300)}")
+    except OSError as exc:  # e.g. --out or --plot not writable
+        where = shorten(str(exc.filename)) if exc.filename is not None else "a file"
+        return _fail(prog, f"{where}: {exc.strerror or exc}")
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        note = "; ".join(getattr(exc, "__notes__", []))
+        name = "SIGTERM" if terminated else "SIGINT"
+        sys.stderr.write(f"{prog}: stopped by {name}" + (f"; {note}" if note else "") + "\n")
+        return 143 if terminated else 130
+
+
+def _fail(prog: str, message: str) -> int:
+    sys.stderr.write(f"{prog}: error: {message}\n")
+    return 2
 
 
 if __name__ == "__main__":

@@ -9,17 +9,20 @@ from typing import Any
 from models.costs import HostCosts
 from models.experiment import resolve_costs, resolve_kernel
 from models.kernel import KernelProfile
-from sim.errors import ConfigError
+from sim.errors import ConfigError, read_user_file
+from sim.params import ascii_number
 
 
 def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]:
     """A parameter file: cost fields at top level (optionally ``base = "cluster1"``)
     and an optional ``[kernel]`` table (optionally ``name = "linux-2.4"``)."""
+    if not str(path).strip():  # Path("") would be the current directory
+        raise ConfigError("--params", str(path), "a parameter set (cluster1, cluster2) or a "
+                          "TOML file, not empty (leave --params out for the default set)")
     path = Path(path)
+    text = read_user_file("--params", path, "a parameter set (cluster1, cluster2) or a TOML file")
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("--params", str(path), "an existing TOML file") from None
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("--params", str(path), f"valid TOML ({exc})") from None
     kernel_table = data.pop("kernel", None)
@@ -29,14 +32,18 @@ def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]
 
 
 def parse_number(field: str, text: str) -> float:
+    """A number written in ASCII (``24000``, ``2.4e4``, ``inf``), not ``１０`` or ``1_000``:
+    Python's ``float`` also reads other scripts' digits and underscores."""
     try:
-        return float(text)
+        return ascii_number(text)
     except ValueError:
-        raise ConfigError(field, text, "a number") from None
+        raise ConfigError(field, text, "a number in ASCII digits, e.g. 24000 or 2.4e4") from None
 
 
 def parse_int(field: str, text: str) -> int:
+    """An integer written in ASCII digits (see :func:`parse_number`)."""
     try:
-        return int(text)
+        return ascii_number(text, int)
     except ValueError:
-        raise ConfigError(field, text, "an integer") from None
+        raise ConfigError(field, text, "an integer in ASCII digits, e.g. 10") from None
+

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sim.errors import ConfigError
+from sim.params import ascii_number
 
 if TYPE_CHECKING:
     from sim.streams import Streams
@@ -62,7 +63,7 @@ def _points(kind: str, text: str) -> tuple[list[float], list[float]]:
     for item in filter(None, (s.strip() for s in text.split(","))):
         rate_text, sep, at_text = item.partition("@")
         try:
-            rate, at = float(rate_text), float(at_text)
+            rate, at = ascii_number(rate_text.strip()), ascii_number(at_text.strip())
         except ValueError:
             raise ConfigError(FIELD, f"{kind}:{text}", "points RATE@TIME, e.g. "
                               "step:10000@0,30000@20") from None
@@ -111,7 +112,7 @@ def _keywords(kind: str, text: str, names: tuple[str, ...]) -> dict[str, float]:
         if not sep or key not in names:
             raise ConfigError(f"{FIELD} ({kind})", item, "keys " + ", ".join(names))
         try:
-            values[key] = float(value)
+            values[key] = ascii_number(value.strip())
         except ValueError:
             raise ConfigError(f"{FIELD} ({kind}): {key}", value, "a number") from None
         if not math.isfinite(values[key]) or values[key] < 0:

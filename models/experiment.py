@@ -48,29 +48,59 @@ SERVERS.update(FLASH_SERVERS)
 SERVERS.update(TWOCLASS_SERVERS)
 
 
+#: the shortest time a duration, warm-up, timeout or sampling interval may be (1 us: the
+#: CPU costs are of that order; a denormal 1e-320 s has no physical sense)
+MIN_TIME_S = 1e-6
+#: the largest finite accept-limit (beyond any queue; inf means no limit)
+MAX_ACCEPT_LIMIT = 10**9
+#: idle connections are held in memory, one record each
+MAX_IDLE_CONNECTIONS = 10**6
+#: bounds on the expected work of one run (see :func:`estimate_work`), beyond which
+#: :func:`simulate` (and ``acceptsim run``/``sweep``) refuse it unless forced: about
+#: ten minutes of one core at ~190,000 simulated connection attempts per CPU-second
+MAX_ATTEMPTS = 1e8
+#: time-series rows (``timeseries_interval_s``) plus reply-series values
+#: (``series_interval_s``) of one run, each kept in memory
+MAX_SERIES_POINTS = 1e6
+#: a server's threads and processes (Knot's threads, Flash's helpers, ...), each simulated
+MAX_PROCESSES = 100_000
+
+
 @dataclass(frozen=True)
 class RunConfig(Params):
-    """Everything that defines one run.  Defaults reproduce the paper's setup."""
+    """Everything that defines one run.  Defaults reproduce the paper's setup.
+
+    Magnitudes must make physical sense: a rate of at least 1 connection/s;
+    durations, warm-ups, timeouts and sampling intervals of at least 1 us
+    (:data:`MIN_TIME_S`; warm-up and intervals may be 0).  The expected work
+    (:func:`estimate_work`) is checked by :func:`check_work`, not here, so a
+    big configuration can still be built, described and swept with ``force``.
+    """
 
     server: str = param("userver", unit="", choices=tuple(SERVERS), doc="server architecture")
     accept_limit: int = param(
-        1, unit="connections", ge=1, allow_inf=True, doc="accept-limit per accept phase (1..inf)"
+        1, unit="connections", ge=1, le=MAX_ACCEPT_LIMIT, allow_inf=True,
+        doc="accept-limit per accept phase (1..1e9, or inf: no limit)",
     )
     workload: str = param("one-packet", unit="", choices=tuple(WORKLOADS), doc="workload")
     rate_per_s: float = param(
-        20000.0, unit="connections/s", gt=0.0, doc="httperf target rate of new connections"
+        20000.0, unit="connections/s", ge=1.0, doc="httperf target rate of new connections"
     )
     spacing: str = param(
         "poisson", unit="", choices=("poisson", "deterministic"), doc="spacing of connection starts"
     )
-    timeout_s: float = param(10.0, unit="s", gt=0.0, doc="httperf --timeout, per step")
-    duration_s: float = param(20.0, unit="s", gt=0.0, doc="simulated time of the run")
+    timeout_s: float = param(
+        10.0, unit="s", ge=MIN_TIME_S, doc="httperf --timeout, per step"
+    )
+    duration_s: float = param(20.0, unit="s", ge=MIN_TIME_S, doc="simulated time of the run")
     warmup_s: float = param(
-        5.0, unit="s", ge=0.0, doc="initial time left out of every measurement"
+        5.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="initial time left out of every measurement",
     )
     seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
     series_interval_s: float = param(
-        0.0, unit="s", ge=0.0, doc="if > 0, also report replies per interval of this length "
+        0.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="if > 0, also report replies per interval of this length "
         "over the whole run (`replies_per_interval`, for warm-up detection); 0: off",
     )
     workload_file: str = param(
@@ -85,11 +115,13 @@ class RunConfig(Params):
         "overrides rate_per_s; empty: constant rate_per_s",
     )
     timeseries_interval_s: float = param(
-        0.0, unit="s", ge=0.0, doc="if > 0, also report a time series (`timeseries`: reply "
+        0.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="if > 0, also report a time series (`timeseries`: reply "
         "rate, queue lengths, the policy's accept-limit, ...) sampled at this interval; 0: off",
     )
     idle_connections: int = param(
-        0, unit="connections", ge=0, doc="idle persistent connections the clients open before "
+        0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
+        doc="idle persistent connections the clients open before "
         "the run and the server holds in its interest set (Chandra and Mosberger: 252 or 6,000)",
     )
     #: overrides of the server's own parameters (a table name = value, checked against the
@@ -163,6 +195,91 @@ class RunConfig(Params):
         out["costs"] = self.costs.to_dict()
         out["kernel"] = self.kernel.to_dict()
         return out
+
+
+@dataclass(frozen=True)
+class Work:
+    """The expected work of one run, known before it starts."""
+
+    #: simulated connection attempts: the target rate (a profile's peak) plus a
+    #: server's own background stream, times the duration (retransmissions not
+    #: counted), plus the idle connections opened before the run
+    attempts: float
+    #: time-series rows and reply-series values the run keeps
+    series_points: float
+    #: the server's threads and processes (its parameters in those units), each simulated
+    processes: float = 0.0
+    #: the server parameters counted in ``processes``
+    process_fields: tuple[str, ...] = ()
+
+
+def estimate_work(config: RunConfig) -> Work:
+    """What ``config`` will cost: an upper estimate computed from its fields alone."""
+    profile = arrivals.parse(config.rate_profile)
+    server_params = config.build_server_params()
+    rate = config.rate_per_s if profile is None else profile.peak
+    rate += float(getattr(server_params, "bg_rate_per_s", 0.0))
+    points = 0.0
+    for interval in (config.timeseries_interval_s, config.series_interval_s):
+        if interval > 0:
+            points += config.duration_s / interval
+    attempts = rate * config.duration_s + config.idle_connections
+    fields = tuple(
+        row["name"] for row in server_params.describe() if row["unit"] in ("threads", "processes")
+    )
+    processes = float(sum(getattr(server_params, name) for name in fields))
+    return Work(attempts, points, processes, fields)
+
+
+#: how a user lifts the bounds of :func:`check_work`
+FORCE_HINT = "--force (force=True from Python) runs it anyway"
+
+
+def check_work(config: RunConfig, force: bool = False) -> Work:
+    """The run's :class:`Work`; beyond :data:`MAX_ATTEMPTS`, :data:`MAX_SERIES_POINTS` or
+    :data:`MAX_PROCESSES` a :class:`ConfigError` with the estimate and how to lift the
+    bound, unless ``force``."""
+    work = estimate_work(config)
+    if force:
+        return work
+    if not work.attempts <= MAX_ATTEMPTS:
+        seconds = work.attempts / SPEED_ATTEMPTS_PER_S
+        cost = (
+            "it would never end" if math.isinf(seconds) else
+            f"about {_duration_text(seconds)} of CPU at ~{SPEED_ATTEMPTS_PER_S:,.0f} attempts/s"
+        )  # fmt: skip
+        raise ConfigError(
+            "rate_per_s x duration_s", work.attempts,
+            f"at most {MAX_ATTEMPTS:.0e} simulated connection attempts per run (this one: "
+            f"{cost}); check the rate and duration, or {FORCE_HINT}",
+        )  # fmt: skip
+    if not work.series_points <= MAX_SERIES_POINTS:
+        raise ConfigError(
+            "duration_s / sampling interval", work.series_points,
+            f"at most {MAX_SERIES_POINTS:.0e} time-series points per run; use a longer "
+            f"timeseries_interval_s (--timeseries) or series_interval_s, or {FORCE_HINT}",
+        )  # fmt: skip
+    if not work.processes <= MAX_PROCESSES:
+        raise ConfigError(
+            "server_params " + " + ".join(work.process_fields), work.processes,
+            f"at most {MAX_PROCESSES:,.0f} simulated threads and processes per run, or "
+            f"{FORCE_HINT}",
+        )  # fmt: skip
+    return work
+
+
+#: the simulator's typical speed, for the time estimates in messages only
+SPEED_ATTEMPTS_PER_S = 190_000.0
+
+
+def _duration_text(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400 * 365:
+        return f"{seconds / 3600:,.0f} h"
+    return f"{seconds / (86400 * 365):,.3g} years"
 
 
 def _table(name: str, value: Any) -> tuple[tuple[str, Any], ...]:
@@ -296,16 +413,46 @@ class Host:
             "cookies_sent": listen.cookies_sent,
         }
 
-    def run(self) -> dict[str, Any]:
+    def run(self, progress: bool = False, slices: int | None = None) -> dict[str, Any]:
+        """Run to ``duration_s`` and return the record.
+
+        ``progress``: show simulated time, attempts per second and an ETA on stderr
+        when it is a terminal (tqdm; nothing otherwise).  The run then advances in
+        slices of simulated time, which gives the very same result as one stretch
+        (``slices`` forces a number of slices, for tests).
+        """
         config = self.config
         env = self.env
         self.client.start()
         env.call_at(config.warmup_s, lambda _: self._start.update(self._snapshot()))
         cpu_started = time.process_time()
-        env.run(until=config.duration_s)
+        self._advance(progress, slices)
         self.client.finish()
         cpu_time = time.process_time() - cpu_started
         return self._result(self._snapshot(), cpu_time)
+
+    def _advance(self, progress: bool, slices: int | None) -> None:
+        end = self.config.duration_s
+        bar = _progress_bar(end) if progress else None
+        if bar is None and not slices:
+            self.env.run(until=end)  # no terminal: one stretch, no overhead
+            return
+        if not slices:  # about SLICE_ATTEMPTS attempts (a fraction of a second) per slice
+            attempts = estimate_work(self.config).attempts
+            slices = int(min(MAX_SLICES, max(1, math.ceil(attempts / SLICE_ATTEMPTS))))
+        started = time.perf_counter()
+        try:
+            for i in range(1, slices + 1):
+                until = end if i == slices else end * i / slices
+                self.env.run(until=until)
+                if bar is not None:
+                    wall = time.perf_counter() - started
+                    rate = self.client._next_id / wall if wall > 0 else 0.0
+                    bar.set_postfix_str(f"{rate:,.0f} attempts/s", refresh=False)
+                    bar.update(until - bar.n)
+        finally:
+            if bar is not None:
+                bar.close()
 
     def _result(self, end: dict[str, Any], cpu_time: float) -> dict[str, Any]:
         config = self.config
@@ -405,6 +552,26 @@ TIMESERIES_COLUMNS = (
 )  # fmt: skip
 
 
+#: simulated connection attempts per slice of a run shown with progress (~0.3 s of wall time)
+SLICE_ATTEMPTS = 50_000
+MAX_SLICES = 10_000
+
+
+def _progress_bar(total_s: float) -> Any:
+    """A tqdm bar over simulated seconds, or None when stderr is not a terminal."""
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=total_s, disable=None, leave=False, dynamic_ncols=True, unit="s",
+        bar_format="simulated {n:,.2f} of {total:,.2f} s |{bar}| {postfix} "
+        "[{elapsed} elapsed, ETA {remaining}]",
+    )  # fmt: skip
+    if bar.disable:
+        bar.close()
+        return None
+    return bar
+
+
 def _finite_or_none(value: float) -> float | None:
     """Time-series cells: no decision yet (nan) or inf (no bound) -> None."""
     return value if value == value and value != math.inf else None
@@ -419,13 +586,21 @@ def _policy_params(policy: Any) -> dict[str, Any]:
 
 
 def simulate(
-    config: RunConfig | None = None, policy: Any = None, **overrides: Any
+    config: RunConfig | None = None,
+    policy: Any = None,
+    *,
+    force: bool = False,
+    progress: bool = False,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Run one configuration and return its result record.
 
     ``policy``: a built-in policy spec (a string, as ``RunConfig.policy``), or
     any policy object (or zero-argument class/factory), which then replaces
     ``config.policy`` for this run (:mod:`models.policies` states the contract).
+    A run whose expected work exceeds :data:`MAX_ATTEMPTS` or
+    :data:`MAX_SERIES_POINTS` raises :class:`ConfigError` before it starts,
+    unless ``force``.  ``progress``: a progress bar on stderr if it is a terminal.
     """
     if isinstance(policy, str):
         overrides["policy"] = policy
@@ -434,4 +609,5 @@ def simulate(
         config = RunConfig.from_dict(overrides)
     elif overrides:
         config = RunConfig.from_dict(overrides, base=config)
-    return Host(config, policy).run()
+    check_work(config, force)
+    return Host(config, policy).run(progress=progress)

@@ -47,8 +47,9 @@ class FileSetParams(Params):
     _prefix = "workload."
 
     dataset_bytes: float = param(
-        200e6, unit="bytes", gt=0.0,
-        doc="total size of the file set; whole directories of 5.1 MB (at least one)",
+        200e6, unit="bytes", gt=0.0, le=10e9,
+        doc="total size of the file set; whole directories of 5.1 MB (at least one); at most "
+        "10 GB (about 70,000 files, each a record in memory)",
     )
     class_mix: str = param(
         "0.35,0.50,0.14,0.01", unit="fractions",

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sim.errors import ConfigError
-from sim.params import Params, param
+from sim.params import Params, ascii_number, param
 
 if TYPE_CHECKING:
     from models.client import Client
@@ -232,7 +232,7 @@ def check_limit(value: Any, field: str = "accept_limit") -> float:
         if text in ("inf", "infinity"):
             return math.inf
         try:
-            value = int(text)
+            value = ascii_number(text, int)
         except ValueError:
             raise ConfigError(field, value, "an integer >= 1 or inf") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):

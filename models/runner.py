@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from models.experiment import RunConfig, simulate
+from models.experiment import RunConfig, Work, simulate
+from models.experiment import check_work as experiment_check_work
 from sim import scenario as scenario_mod
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.stats import MSER_BATCH, mser5
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
@@ -38,7 +39,7 @@ def load_scenario(name: str) -> scenario_mod.Scenario:
     known = scenarios()
     if name in known:
         return scenario_mod.load(known[name])
-    if Path(name).is_file():
+    if is_user_file(name):
         return scenario_mod.load(name)
     raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a scenario file")
 
@@ -47,7 +48,7 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
     """The full configuration of a point, validated (raises ConfigError)."""
     config = RunConfig.from_dict(point)
     if config.series_interval_s > 0:
-        values = int(config.duration_s / config.series_interval_s + 1e-9)
+        values = config.duration_s / config.series_interval_s + 1e-9  # may be huge: no int
         if values < 2 * MSER_BATCH:
             raise ConfigError(
                 "series_interval_s", config.series_interval_s,
@@ -57,10 +58,16 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
     return config.to_dict()
 
 
+def check_work(point: Mapping[str, Any], force: bool = False) -> Work:
+    """A point's expected work; :class:`ConfigError` beyond the bounds of
+    :func:`models.experiment.check_work` unless ``force``."""
+    return experiment_check_work(RunConfig.from_dict(point), force)
+
+
 def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
     """Simulate one point; a reply series is summarised by MSER-5."""
     config = RunConfig.from_dict(point)
-    record = simulate(config)
+    record = simulate(config, force=True)  # the sweep checked every run up front
     record.pop("timeseries", None)  # per-run series do not go into a sweep's table
     series = record.pop("replies_per_interval", None)
     if series is not None:

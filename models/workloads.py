@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from models.fileset import FileSet, FileSetParams
-from sim.errors import ConfigError
-from sim.params import Params, param
+from sim.errors import ConfigError, read_user_file
+from sim.params import Params, ascii_number, param
 from sim.streams import Streams
 
 if TYPE_CHECKING:
@@ -221,10 +221,7 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
     """
     path = Path(path)
     field = "workload.path"
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(field, str(path), f"a readable session file ({exc.strerror})") from None
+    text = read_user_file(field, path, "a readable session file (httperf --wsesslog)")
     sessions: list[list[Request]] = []
     current: list[Request] = []
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -249,7 +246,7 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
                 )
             if key == "think":
                 try:
-                    think = float(value)
+                    think = ascii_number(value)
                 except ValueError:
                     think = math.nan
                 if not math.isfinite(think) or think < 0:

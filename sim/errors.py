@@ -1,21 +1,77 @@
-"""Errors the engine raises for bad input."""
+"""Errors the engine raises for bad input, and reading a user's file with such errors."""
 
 from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+#: longest shown form of a value (its repr) or field name in an error message (a long path
+#: still shows whole; a 100,000-character value does not)
+SHOWN_CHARS = 200
+
+
+def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` on one line and at most about ``limit`` characters (the rest counted)."""
+    text = " ".join(str(text).splitlines())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 20]}... ({len(text):,} characters)"
 
 
 class ConfigError(ValueError):
     """A configuration value is not allowed.
 
     The message always names the field, the value given and what is allowed,
-    so a command-line front end can print it as one line.
+    on one line with long fields and values truncated (``.value`` keeps the
+    whole value), so a command-line front end can print it as one line.
     """
 
     def __init__(self, field: str, value: object, allowed: str) -> None:
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field}={value!r} is not allowed: {allowed}")
+        if isinstance(value, str) and len(value) > SHOWN_CHARS - 20:  # count the text itself
+            shown = f"{shorten(repr(value[: SHOWN_CHARS - 20]))}... ({len(value):,} characters)"
+        else:
+            shown = shorten(repr(value))
+        super().__init__(f"{shorten(field, 200)}={shown} is not allowed: {shorten(allowed, 400)}")
 
     def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
         # picklable, so an error raised in a worker process reaches the caller intact
         return (type(self), (self.field, self.value, self.allowed))
+
+
+#: the largest file a user may hand over (parameters, scenarios, sessions, run files)
+MAX_FILE_BYTES = 64 * 2**20
+
+
+def read_user_file(field: str, path: str | Path, what: str) -> str:
+    """The text of a file the user named; any failure to read it (missing, a directory or
+    device such as /dev/zero, larger than :data:`MAX_FILE_BYTES`, no permission, a name too
+    long, not UTF-8 text) is a :class:`ConfigError` naming ``field``, the path and ``what``
+    was expected (e.g. "a TOML parameter file")."""
+    try:
+        with open(path, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise ConfigError(field, str(path), f"{what} (this is not a regular file)")
+            data = file.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise ConfigError(field, str(path), f"{what} of at most {MAX_FILE_BYTES:,} bytes")
+        return data.decode("utf-8")
+    except ConfigError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(field, str(path), f"{what} ({reason})") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: e.g. a NUL in the name
+        raise ConfigError(field, str(path), f"{what} (not readable as UTF-8 text: {exc})") from None
+
+
+def is_user_file(path: str | Path) -> bool:
+    """``Path(path).is_file()``, but False (not an exception) for a name the system cannot
+    even look up (too long, a NUL byte), so that the caller's own error names it."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False

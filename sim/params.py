@@ -18,7 +18,18 @@ from typing import Any, Self
 from sim.errors import ConfigError
 
 INF = math.inf
+#: the largest integer a parameter may hold (it fits a signed 64-bit column)
+INT64_MAX = 2**63 - 1
 _INF_WORDS = ("inf", "infinity")
+
+
+def ascii_number(text: str, kind: type = float) -> Any:
+    """``kind(text)`` for a number written in ASCII (``24000``, ``2.4e4``, ``inf``); a
+    ValueError for others' digits (``１０``, which Python's ``float`` reads), underscores
+    (``1_000``) and absurdly long text."""
+    if not text.isascii() or "_" in text or len(text) > 100:
+        raise ValueError(text)
+    return kind(text)
 
 
 def param(
@@ -32,8 +43,14 @@ def param(
     choices: tuple[Any, ...] | None = None,
     allow_inf: bool = False,
     fitted: str | None = None,
+    min_nonzero: float | None = None,
 ) -> Any:
-    """Declare a parameter field with its unit, meaning and allowed values."""
+    """Declare a parameter field with its unit, meaning and allowed values.
+
+    ``min_nonzero``: the value is 0 (typically "off") or at least this much; a
+    positive value below it (a denormal, 1e-300 s) has no physical sense.
+    Integers always fit in 64 bits (at most ``INT64_MAX`` in magnitude).
+    """
     meta = {
         "unit": unit,
         "doc": doc,
@@ -43,6 +60,7 @@ def param(
         "choices": choices,
         "allow_inf": allow_inf,
         "fitted": fitted,
+        "min_nonzero": min_nonzero,
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -51,7 +69,9 @@ def _allowed_text(meta: Mapping[str, Any], kind: type) -> str:
     if meta["choices"] is not None:
         return "one of " + ", ".join(repr(c) for c in meta["choices"])
     parts = [{bool: "true or false", int: "an integer", float: "a number", str: "a string"}[kind]]
-    if meta["ge"] is not None:
+    if meta.get("min_nonzero") is not None:
+        parts.append(f"0 or >= {meta['min_nonzero']:g}")
+    elif meta["ge"] is not None:
         parts.append(f">= {meta['ge']:g}")
     if meta["gt"] is not None:
         parts.append(f"> {meta['gt']:g}")
@@ -75,15 +95,21 @@ def check_value(name: str, value: Any, default: Any, meta: Mapping[str, Any]) ->
     elif kind is int and not meta["allow_inf"]:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(name, value, allowed)
+        if abs(value) > INT64_MAX:
+            raise ConfigError(name, value, allowed + ", within 64 bits (at most 2**63 - 1)")
     elif kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(name, value, allowed)
+        if isinstance(value, int) and abs(value) > INT64_MAX:  # also beyond any float
+            raise ConfigError(name, value, allowed + ", within 64 bits (at most 2**63 - 1)")
         if math.isnan(value):
             raise ConfigError(name, value, allowed)
         if math.isinf(value) and not (meta["allow_inf"] and value > 0):
             raise ConfigError(name, value, allowed)
         if kind is int and not math.isinf(value) and value != int(value):
             raise ConfigError(name, value, allowed)
+        if kind is int and not math.isinf(value) and abs(value) > INT64_MAX:
+            raise ConfigError(name, value, allowed + ", within 64 bits (at most 2**63 - 1)")
         if kind is float:
             value = float(value)
         elif not math.isinf(value):
@@ -98,7 +124,11 @@ def check_value(name: str, value: Any, default: Any, meta: Mapping[str, Any]) ->
             raise ConfigError(name, value, allowed)
         if meta["gt"] is not None and not value > meta["gt"]:
             raise ConfigError(name, value, allowed)
-        if meta["le"] is not None and not value <= meta["le"]:
+        unbounded = meta["allow_inf"] and value == INF  # inf is allowed beyond any le
+        if meta["le"] is not None and not value <= meta["le"] and not unbounded:
+            raise ConfigError(name, value, allowed)
+        tiny = meta.get("min_nonzero")
+        if tiny is not None and value != 0 and not value >= tiny:
             raise ConfigError(name, value, allowed)
     return value
 

@@ -28,14 +28,22 @@ which keys a run configuration accepts.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, read_user_file
 
 _KEYS = {"name", "title", "description", "figure", "section", "base", "sweep", "plot", "expect"}
+#: the type each key of a scenario file must have
+_TYPES = {
+    "name": str, "title": str, "description": str, "figure": str, "section": str,
+    "base": dict, "sweep": dict, "plot": dict, "expect": list,
+}  # fmt: skip
+#: the most points a sweep may expand to (each is a configuration held in memory)
+MAX_POINTS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,12 @@ class Scenario:
 def expand(base: dict[str, Any], sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Factorial expansion, in the order the sweep lists its keys and values."""
     keys = list(sweep)
+    count = math.prod(len(sweep[k]) for k in keys)
+    if count > MAX_POINTS:
+        raise ConfigError(
+            "sweep", " x ".join(str(len(sweep[k])) for k in keys),
+            f"at most {MAX_POINTS:,} points in all (this sweep: {count:,})",
+        )  # fmt: skip
     out = []
     for combo in itertools.product(*(sweep[k] for k in keys)):
         point = dict(base)
@@ -84,16 +98,19 @@ LINK = "+"
 
 def load(path: str | Path) -> Scenario:
     path = Path(path)
+    text = read_user_file("scenario", path, "a readable scenario file (TOML)")
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("scenario", str(path), "an existing scenario file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("scenario", str(path), f"valid TOML ({exc})") from None
     for key in data:
         if key not in _KEYS:
             allowed = "one of " + ", ".join(sorted(_KEYS))
             raise ConfigError(f"{path.name}: {key}", data[key], allowed)
+        kind = _TYPES[key]
+        if not isinstance(data[key], kind):
+            what = {str: "a string", dict: "a table", list: "a list"}[kind]
+            raise ConfigError(f"{path.name}: {key}", data[key], what)
     sweep = data.get("sweep", {})
     for key, values in sweep.items():
         if not isinstance(values, list) or not values:

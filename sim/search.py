@@ -74,13 +74,15 @@ def evaluate(
     replications: int = 3,
     jobs: int | None = None,
     progress: bool = False,
+    force: bool = False,
 ) -> np.ndarray:
-    """The metric for every point and replication (array ``[point, replication]``)."""
+    """The metric for every point and replication (array ``[point, replication]``);
+    ``force`` lifts the sweep's work bounds (see :func:`sim.sweep.sweep`)."""
     from sim.sweep import sweep
 
     frame = sweep(
         list(points), run=run, normalise=normalise, replications=replications, jobs=jobs,
-        progress=progress,
+        progress=progress, force=force,
     )  # fmt: skip
     return _metric_values(frame, metric, len(points), replications)
 

@@ -73,7 +73,7 @@ with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar
     warnings.simplefilter("ignore", TqdmWarning)
     from tqdm.auto import tqdm
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.results import flatten, json_safe
 from sim.scenario import Scenario
 from sim.scenario import load as load_scenario
@@ -81,6 +81,12 @@ from sim.stats import StoppingRule, summarise
 
 RunFn = Callable[[Mapping[str, Any]], dict[str, Any]]
 NormaliseFn = Callable[[Mapping[str, Any]], dict[str, Any]]
+#: ``check(config, force)``: raise ConfigError if one run's expected work is beyond its bound
+CheckFn = Callable[[Mapping[str, Any], bool], Any]
+
+#: the most runs (points x replications, x the stopping rule's maximum) a sweep starts
+#: without ``force``: at a second or more per run, hours of every core
+MAX_RUNS = 10_000
 
 #: columns added by the sweep in front of the configuration
 META_COLUMNS = ("run_key", "replication", "base_seed")
@@ -230,7 +236,7 @@ def _execute(
                 bar.update()
                 yield i, record
             return
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)))
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)), initializer=_worker_signals)
         try:
             pending: dict[Future[dict[str, Any]], int] = {
                 pool.submit(_call, run, p): i for i, p in enumerate(points)
@@ -242,11 +248,35 @@ def _execute(
                     record = future.result()
                     bar.update()
                     yield i, record
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # SIGINT or SIGTERM: do not wait for runs
+                _terminate_workers(pool)
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     finally:
         if not isinstance(progress, tqdm):
             bar.close()
+
+
+def _worker_signals() -> None:
+    """In a worker process: SIGINT (a terminal's ^C reaches the whole process group) is
+    left to the parent, which ends the workers; SIGTERM ends a worker at once."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _terminate_workers(pool: ProcessPoolExecutor) -> None:
+    """End a pool's workers now, running runs and all (their runs are simply not kept)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
 
 
 def _execute_dask(
@@ -311,7 +341,13 @@ class Store:
                 "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
                 "stored there",
             )  # fmt: skip
-        self.parts.mkdir(parents=True, exist_ok=True)
+        try:
+            self.parts.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                "out", str(self.path), f"a directory that can be created and written "
+                f"({exc.strerror or type(exc).__name__})",
+            ) from None  # fmt: skip
         for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill
             stale.unlink(missing_ok=True)
 
@@ -409,7 +445,7 @@ def resolve(
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """The name, the points and the description of what is swept."""
     if isinstance(scenario, (str, Path)):
-        if Path(scenario).is_file():
+        if is_user_file(scenario):
             scenario = load_scenario(scenario)
         else:
             domain = domain if domain is not None else _default_domain()
@@ -451,6 +487,8 @@ def sweep(
     stop: StoppingRule | None = None,
     seed_field: str = "seed",
     progress: bool = True,
+    check: CheckFn | None = None,
+    force: bool = False,
 ) -> pd.DataFrame:
     """Run every point of ``scenario`` ``replications`` times; one row per run.
 
@@ -475,8 +513,12 @@ def sweep(
         a :class:`~sim.stats.StoppingRule`: after the first ``replications``
         (at least its minimum), add replications to each configuration until
         its metric's relative CI half-width is under the target.
+    ``check``, ``force``
+        ``check(config, force)`` raises :class:`ConfigError` for a run whose expected
+        work is beyond its bound (default: the domain's ``check_work``); a sweep of
+        more than :data:`MAX_RUNS` runs is refused too.  ``force=True`` lifts both.
 
-    All points are validated (``normalise``) before anything runs.  The
+    All points are validated (``normalise``, ``check``) before anything runs.  The
     returned frame has ``attrs["sweep"]`` with the description also stored
     with the results, including ``config_columns`` and ``varied`` (the
     configuration columns that differ between points).
@@ -485,6 +527,7 @@ def sweep(
         domain = _default_domain()
         run = run if run is not None else domain.run_point
         normalise = normalise if normalise is not None else domain.normalise
+        check = check if check is not None else getattr(domain, "check_work", None)
     else:
         domain = None
     if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
@@ -498,6 +541,7 @@ def sweep(
         if c != seed_field and len({json.dumps(_canonical(f.get(c))) for f in flat}) > 1
     ]  # fmt: skip
     counts = [max(replications, stop.min_replications if stop else 1)] * len(configs)
+    check_size(configs, counts, stop, check, force)
     description = {
         "name": name,
         **spec,
@@ -550,6 +594,32 @@ def sweep(
         store.write_results(frame, description)
     frame.attrs["sweep"] = json_safe(description)
     return frame
+
+
+def check_size(
+    configs: Sequence[Mapping[str, Any]],
+    counts: Sequence[int],
+    stop: StoppingRule | None,
+    check: CheckFn | None,
+    force: bool,
+) -> int:
+    """The most runs the sweep can make; :class:`ConfigError` beyond :data:`MAX_RUNS`, or
+    if ``check`` refuses one configuration, unless ``force``."""
+    most = [max(c, stop.max_replications) if stop else c for c in counts]
+    runs = sum(most)
+    if not force and runs > MAX_RUNS:
+        what = f"{len(configs):,} points x {max(most):,} replications" + (
+            " (the stopping rule's maximum)" if stop else ""
+        )
+        raise ConfigError(
+            "points x replications", runs,
+            f"at most {MAX_RUNS:,} runs per sweep ({what}); sweep fewer points or "
+            "replications, or --force (force=True from Python) runs it anyway",
+        )  # fmt: skip
+    if check is not None:
+        for config in configs:
+            check(config, force)
+    return runs
 
 
 def _point_index(tasks: Sequence[Task]) -> np.ndarray:

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from acceptsim.config_io import parse_int, parse_number
 from models.experiment import SERVERS, RunConfig, simulate
 from models.policies import check_limit
+from sim.errors import ConfigError
 
 #: the benchmark's load: the paper's one-packet workload in overload
 BENCH_RATE_PER_S = 24000.0
@@ -102,15 +103,25 @@ def write_profile(config: RunConfig, top: int, stream: TextIO) -> None:
     stats.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(top)
 
 
+#: the most runs per server ``--repeat`` asks for
+MAX_REPEAT = 100
+
+
 def main(args: argparse.Namespace) -> int:
-    servers = [s.strip() for s in args.servers.split(",")] if args.servers else None
+    servers = [s.strip() for s in args.servers.split(",")] if args.servers is not None else None
+    repeat = parse_int("repeat", args.repeat)
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise ConfigError("repeat", args.repeat, f"an integer from 1 to {MAX_REPEAT}")
+    profile = parse_int("profile", args.profile)
+    if not 0 <= profile <= 10_000:
+        raise ConfigError("profile", args.profile, "an integer from 0 (off) to 10000 functions")
     result = bench(
         servers,
         duration_s=parse_number("duration", args.duration),
         rate_per_s=parse_number("rate", args.rate),
         accept_limit=check_limit(args.accept_limit) if args.accept_limit is not None else None,
-        repeat=parse_int("repeat", args.repeat),
-        profile=parse_int("profile", args.profile),
+        repeat=repeat,
+        profile=profile,
     )
     print(json.dumps(result, indent=2))
     return 0

@@ -11,7 +11,7 @@ from acceptsim.config_io import load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from models.costs import CLUSTER1
-from sim.errors import ConfigError
+from sim.errors import ConfigError, is_user_file
 from sim.results import json_safe
 
 
@@ -42,10 +42,10 @@ def read_runs(paths: list[str]) -> list[MeasuredRun]:
     dirs: list[Path] = []
     for text in paths:
         path = Path(text)
-        if (path / "run.toml").is_file():
+        if is_user_file(path / "run.toml"):
             dirs.append(path)
-        elif path.is_dir() and find_runs(path):
-            dirs.extend(find_runs(path))
+        elif path.is_dir() and (found := find_runs(path)):
+            dirs.extend(found)
         else:
             raise ConfigError("run", text, "a run directory (with run.toml) or a folder of them")
     return [load_run(d) for d in dirs]
@@ -53,7 +53,7 @@ def read_runs(paths: list[str]) -> list[MeasuredRun]:
 
 def main_calibrate(args: argparse.Namespace) -> int:
     runs = read_runs(args.runs)
-    base = load_params_file(args.params)[0] if args.params else CLUSTER1
+    base = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     used = cal.usable(runs, args.include_client_limited)
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]
     result = cal.calibrate(
@@ -78,7 +78,7 @@ def main_calibrate(args: argparse.Namespace) -> int:
 
 def main_validate(args: argparse.Namespace) -> int:
     runs = read_runs(args.runs)
-    costs = load_params_file(args.params)[0] if args.params else CLUSTER1
+    costs = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     report = cal.validate(
         runs, costs, seed=parse_int("seed", args.seed), jobs=parse_int("jobs", args.jobs)
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from sim.errors import ConfigError
 from sim.results import json_safe
 from sim.sweep import read_results
 
@@ -79,7 +80,16 @@ def _plain(value: Any) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    frame, _ = read_results(args.out)
+    try:
+        frame, _ = read_results(args.out)
+    except (OSError, ValueError) as exc:  # missing, unreadable, not Parquet (ArrowInvalid)
+        raise ConfigError("out", args.out, f"a sweep's directory or its results.parquet "
+                          f"({type(exc).__name__})") from None
+    needed = ["server", "rate_per_s", "policy", args.metric]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ConfigError("out", args.out, f"a sweep's results with the columns {needed} "
+                          f"(missing: {missing})")
     table = compare(frame, args.metric)
     if args.format == "json":
         print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))

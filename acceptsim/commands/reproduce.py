@@ -9,10 +9,11 @@ from typing import Any
 
 from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
+from models import runner
 from models.experiment import RunConfig, simulate
 from sim import scenario as scenario_mod
-from sim.errors import ConfigError
-from sim.sweep import run_many, to_frame
+from sim.errors import ConfigError, is_user_file
+from sim.sweep import check_size, run_many, to_frame
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -26,6 +27,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--warmup", default=None, help="override every run's warm-up (s)")
     p.add_argument("--rates", default=None, help="override the target rates: R1,R2,...")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--force", action="store_true", help="run even beyond the work bounds "
+                   "(10,000 runs; 1e8 simulated connection attempts per run)")
     p.set_defaults(main=main)
 
 
@@ -41,7 +44,7 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
     for name in names:
         if name in known:
             chosen.append(scenario_mod.load(known[name]))
-        elif Path(name).is_file():
+        elif is_user_file(name):
             chosen.append(scenario_mod.load(name))
         else:
             raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a file")
@@ -50,7 +53,7 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
 
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
     config = RunConfig.from_dict(point)
-    record = simulate(config)
+    record = simulate(config, force=True)  # every point was checked up front
     if isinstance(point.get("costs"), dict):  # a scenario that varies costs can plot by them
         record["costs"] = config.costs.to_dict()
     return record
@@ -72,12 +75,15 @@ def main(args: argparse.Namespace) -> int:
         rates = [parse_number("rates", r) for r in args.rates.split(",")]
         for s in scenarios:
             s.sweep["rate_per_s"] = rates
-    # validate every point of every scenario before running anything
-    for s in scenarios:
-        for point in s.points():
-            RunConfig.from_dict(point)
+    # validate every point of every scenario, and its expected work, before running anything
+    configs = [runner.normalise(point) for s in scenarios for point in s.points()]
+    check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError("out", args.out, f"a directory that can be created and written "
+                          f"({exc.strerror or type(exc).__name__})") from None
     sections = []
     frames = []
     started = time.perf_counter()

@@ -9,7 +9,7 @@ from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
 from models.costs import PARAMETER_SETS
-from models.experiment import RunConfig, simulate
+from models.experiment import MAX_ATTEMPTS, MAX_SERIES_POINTS, RunConfig, check_work, simulate
 from models.policies import check_limit
 from sim.errors import ConfigError
 from sim.results import flatten, json_safe
@@ -48,7 +48,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="plot the time series to this file (implies --timeseries 0.5 unless given)")
     p.add_argument("--format", default="table", choices=("table", "json"))
+    add_force_argument(p)
     p.set_defaults(main=main)
+
+
+def add_force_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help=f"run even beyond the work bound ({MAX_ATTEMPTS:.0e} simulated connection "
+                   f"attempts or {MAX_SERIES_POINTS:.0e} time-series points per run)")
 
 
 def add_policy_arguments(p: argparse.ArgumentParser) -> None:
@@ -97,14 +104,19 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "policy": policy_spec(args),
         "rate_profile": args.rate_profile,
     }
-    if args.timeseries is not None or args.plot:
-        interval = parse_number("timeseries", args.timeseries) if args.timeseries else 0.5
+    if args.timeseries is not None:
+        interval = parse_number("timeseries", args.timeseries)
+        if interval == 0:  # 0 would silently mean "no time series", which was not asked for
+            raise ConfigError("timeseries", args.timeseries, "a sampling interval > 0 s (leave "
+                              "--timeseries out for no time series)")
         fields["timeseries_interval_s"] = interval
+    elif args.plot:
+        fields["timeseries_interval_s"] = 0.5
     if args.kernel is not None:
         fields["kernel"] = args.kernel
     if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
         fields["costs"] = args.params
-    elif args.params:
+    elif args.params is not None:
         costs, kernel = load_params_file(args.params)
         fields["costs"] = costs
         if kernel is not None:
@@ -132,7 +144,8 @@ def parse_assignments(field: str, items: list[str]) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    result = simulate(config)
+    check_work(config, args.force)  # before anything else: a refusal costs nothing
+    result = simulate(config, force=True, progress=True)
     if args.plot:
         from acceptsim.timeseries import plot_timeseries
 

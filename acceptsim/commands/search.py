@@ -26,7 +26,7 @@ from typing import Any
 from acceptsim.commands.sweep import parse_assignment, parse_value
 from acceptsim.config_io import parse_int, parse_number
 from models import policies
-from models.experiment import RunConfig
+from models.experiment import RunConfig, check_work
 from models.policies import check_limit
 from sim import search as search_mod
 from sim.errors import ConfigError
@@ -68,6 +68,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="plot the searched curve (mean and 95%% CI per candidate) to this file")
     p.add_argument("--format", default="table", choices=("table", "json"))
+    p.add_argument("--force", action="store_true", help="run even beyond the work bounds "
+                   "(10,000 runs per evaluation; 1e8 simulated connection attempts per run)")
     p.set_defaults(main=main)
 
 
@@ -99,6 +101,10 @@ def plot_curve(out: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
+#: the most parameter settings ``--max-evals`` may ask for (each a sweep of replications)
+MAX_EVALS = 1000
+
+
 def base_point(args: argparse.Namespace) -> dict[str, Any]:
     point: dict[str, Any] = {
         "server": args.server,
@@ -112,17 +118,17 @@ def base_point(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.set:
         key, value = parse_assignment("--set", item)
         point[key] = parse_value(value)
-    RunConfig.from_dict(point)  # validate before anything runs
+    check_work(RunConfig.from_dict(point), args.force)  # validate, refuse a huge run, first
     return point
 
 
 def search_static(
     point: Mapping[str, Any], candidates: list[float], prefer: str, replications: int,
-    jobs: int | None, indifference: float = 0.0,
+    jobs: int | None, indifference: float = 0.0, force: bool = False,
 ) -> dict[str, Any]:
     result = search_mod.best_of(
         point, "accept_limit", candidates, prefer="first" if prefer == "smallest" else "max",
-        indifference=indifference, replications=replications, jobs=jobs,
+        indifference=indifference, replications=replications, jobs=jobs, force=force,
     )  # fmt: skip
     return {
         "search": "static accept-limit",
@@ -144,7 +150,7 @@ def search_static(
 def tune_policy(
     point: Mapping[str, Any], name: str, fixed: dict[str, Any],
     bounds: dict[str, tuple[float, float, bool]], max_evals: int, replications: int,
-    jobs: int | None,
+    jobs: int | None, force: bool = False,
 ) -> dict[str, Any]:
     params_cls = policies.POLICIES[name].Params
     defaults = {f["name"]: f["default"] for f in params_cls.describe()}
@@ -158,7 +164,7 @@ def tune_policy(
     result = search_mod.optimise(
         point, make_point, {k: (lo, hi) for k, (lo, hi, _) in bounds.items()},
         log_scale={k: log for k, (_, _, log) in bounds.items()}, max_evals=max_evals,
-        replications=replications, jobs=jobs,
+        replications=replications, jobs=jobs, force=force,
     )  # fmt: skip
     best_params = make_point({}, result.best.value)["policy"]
     return {
@@ -185,7 +191,8 @@ def main(args: argparse.Namespace) -> int:
     if args.policy is None:
         candidates = [check_limit(c, "candidates") for c in args.candidates.split(",") if c]
         indifference = parse_number("indifference", args.indifference)
-        out = search_static(point, candidates, args.prefer, replications, jobs, indifference)
+        out = search_static(point, candidates, args.prefer, replications, jobs, indifference,
+                            args.force)  # fmt: skip
     else:
         name = args.policy
         if name not in policies.POLICIES:
@@ -214,8 +221,10 @@ def main(args: argparse.Namespace) -> int:
             for v in (lo, hi):
                 spec = policies.format_spec(name, {**fixed, key: v})
                 policies.policy_params(spec)
-        out = tune_policy(point, name, fixed, bounds, parse_int("max-evals", args.max_evals),
-                          replications, jobs)  # fmt: skip
+        max_evals = parse_int("max-evals", args.max_evals)
+        if not 1 <= max_evals <= MAX_EVALS:
+            raise ConfigError("max-evals", args.max_evals, f"an integer from 1 to {MAX_EVALS}")
+        out = tune_policy(point, name, fixed, bounds, max_evals, replications, jobs, args.force)
     out["run"] = point
     if args.plot and "best_accept_limit" in out:
         plot_curve(out, args.plot)

@@ -18,9 +18,10 @@ import pandas as pd
 
 from acceptsim.config_io import parse_int, parse_number
 from models import runner
+from models.experiment import MAX_ATTEMPTS
 from sim.errors import ConfigError
 from sim.stats import StoppingRule
-from sim.sweep import summary
+from sim.sweep import MAX_RUNS, summary
 from sim.sweep import sweep as run_sweep
 
 #: reply-series interval used by --detect-warmup unless --series-interval says otherwise
@@ -57,6 +58,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-replications", default="30",
                    help="upper bound for the stopping rule (default 30)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true",
+                   help=f"run even beyond the work bounds ({MAX_RUNS:,} runs per sweep, "
+                   f"{MAX_ATTEMPTS:.0e} simulated connection attempts per run)")
     p.set_defaults(main=main)
 
 
@@ -107,18 +111,25 @@ def main(args: argparse.Namespace) -> int:
     scenario = runner.load_scenario(args.scenario)
     out = Path(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
     started = time.perf_counter()
-    frame = run_sweep(
-        scenario,
-        replications=replications,
-        jobs=jobs,
-        scheduler=args.scheduler,
-        out=out,
-        resume=args.resume,
-        overrides=overrides,
-        sweep_overrides=vary,
-        stop=stop,
-        progress=not args.quiet,
-    )
+    try:
+        frame = run_sweep(
+            scenario,
+            replications=replications,
+            jobs=jobs,
+            scheduler=args.scheduler,
+            out=out,
+            resume=args.resume,
+            overrides=overrides,
+            sweep_overrides=vary,
+            stop=stop,
+            progress=not args.quiet,
+            force=args.force,
+        )
+    except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: say what is kept
+        parts = out / "parts"
+        kept = sum(1 for _ in parts.glob("*.parquet")) if parts.is_dir() else 0
+        exc.add_note(f"{kept} finished runs kept in {parts}; add --resume to continue")
+        raise
     wall = time.perf_counter() - started
     if args.metric not in frame.columns:
         raise ConfigError("metric", args.metric, "a column of the results")

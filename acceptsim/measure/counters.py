@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure.errors import ParseError, read_text
 
 #: counters whose value is a level, not an accumulated count (no delta makes sense)
 GAUGES = frozenset(
@@ -224,12 +224,7 @@ def read_counters(paths: Path | str | Iterable[Path | str]) -> dict[str, int]:
     values: dict[str, int] = {}
     for path in paths:
         path = Path(path)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise ParseError(path, 0, "file not found") from None
-        except UnicodeDecodeError as exc:
-            raise ParseError(path, 1, f"not text ({exc.reason})") from None
+        text = read_text(path)
         values.update(parse_counters(text, path))
     return values
 

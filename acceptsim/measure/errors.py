@@ -5,6 +5,31 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def read_text(path: str | Path) -> str:
+    """A measured-run file's text; a ParseError if it is missing, not a regular file
+    (a device, a FIFO), larger than 64 MiB or not text."""
+    import os
+    import stat
+
+    from sim.errors import MAX_FILE_BYTES
+
+    try:
+        with open(path, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise ParseError(path, 0, "not a regular file")
+            data = file.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ParseError(path, 0, "file not found") from None
+    except OSError as exc:
+        raise ParseError(path, 0, exc.strerror or type(exc).__name__) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ParseError(path, 0, f"larger than {MAX_FILE_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(path, 1, f"not text ({exc.reason})") from None
+
+
 class ParseError(ValueError):
     """A measured-run file has a line we do not understand, or ends too early.
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure.errors import ParseError, read_text
 
 NUM = r"(-?nan|-?inf|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)"
 INT = r"(\d+)"
@@ -477,13 +477,7 @@ def parse_httperf(text: str, path: str | Path = "<httperf output>") -> list[Http
 def read_httperf(path: str | Path) -> list[HttperfReport]:
     """The httperf summaries in a file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ParseError(path, 0, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise ParseError(path, 1, f"not text ({exc.reason})") from None
-    return parse_httperf(text, path)
+    return parse_httperf(read_text(path), path)
 
 
 def as_dict(report: HttperfReport) -> dict[str, Any]:

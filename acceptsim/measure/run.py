@@ -32,6 +32,7 @@ measured listener contributes.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +41,8 @@ from typing import Any
 from acceptsim.measure.counters import deltas, read_counters
 from acceptsim.measure.errors import ParseError
 from acceptsim.measure.httperf import HttperfReport, read_httperf
-from acceptsim.measure.runfile import RunInfo, read_run_info
+from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
 
-RUN_FILE = "run.toml"
 HTTPERF_FILE = "httperf.txt"
 #: a run whose clients started fewer connections per second than this fraction of the
 #: target rate measured the clients (see MeasuredRun.client_limits)
@@ -247,14 +247,32 @@ def load_run(directory: str | Path) -> MeasuredRun:
             f"{len(reports)} httperf summaries but run.toml says load.processes = "
             f"{info.load.processes}",
         )
-    before = read_counters(directory / name for name in info.counters.before)
-    after = read_counters(directory / name for name in info.counters.after)
+    before = read_counters(
+        [counter_path(directory, n, "counters.before") for n in info.counters.before]
+    )
+    after = read_counters(
+        [counter_path(directory, n, "counters.after") for n in info.counters.after]
+    )
     return MeasuredRun(directory, info, reports, before, after)
 
 
-def find_runs(root: str | Path) -> list[Path]:
-    """Every run directory (one holding a run.toml) under ``root``, sorted."""
-    return sorted(p.parent for p in Path(root).rglob(RUN_FILE))
+#: how deep under the folder given :func:`find_runs` looks (a sweep's folder of runs, or a
+#: folder of such folders, is 1 or 2 deep); it follows no symbolic links
+MAX_DEPTH = 4
+
+
+def find_runs(root: str | Path, max_depth: int = MAX_DEPTH) -> list[Path]:
+    """Every run directory (one holding a run.toml) under ``root``, at most ``max_depth``
+    levels down, sorted; unreadable folders are skipped."""
+    root = Path(root)
+    found = []
+    for folder, subfolders, files in os.walk(root, followlinks=False):
+        here = Path(folder)
+        if RUN_FILE in files:
+            found.append(here)
+        if len(here.relative_to(root).parts) >= max_depth:
+            subfolders.clear()
+    return sorted(found)
 
 
 def load_runs(dirs: Iterable[str | Path]) -> list[MeasuredRun]:

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, read_user_file
 from sim.params import Params, param
 
 FORMAT = "acceptsim-measured-run/1"
@@ -217,6 +217,38 @@ def _table(path: str, data: Mapping[str, Any], name: str) -> Any:
     return value
 
 
+def _inside_name(name: str) -> bool:
+    """A relative file name that stays inside its directory (symlinks are checked when
+    the file is read: :func:`counter_path`)."""
+    if not name or "\0" in name or "\\" in name:
+        return False
+    p = Path(name)
+    return not p.is_absolute() and ".." not in p.parts and name.strip() == name
+
+
+def counter_path(directory: str | Path, name: str, key: str = "counters") -> Path:
+    """``directory / name`` for a counter file named in run.toml, refused (ConfigError)
+    if it leads outside the run directory, through ``..`` or a symbolic link."""
+    directory = Path(directory)
+    field = f"{directory / RUN_FILE}: {key}"
+    if not _inside_name(name):
+        raise ConfigError(field, name, "a file name inside the run directory (relative, no '..')")
+    path = directory / name
+    try:
+        path.resolve().relative_to(directory.resolve())
+    except ValueError:
+        raise ConfigError(
+            field, name, "a file inside the run directory (this one links to a file outside it)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(field, name, f"a readable file ({exc.strerror})") from None
+    return path
+
+
+#: the name of a run's description file
+RUN_FILE = "run.toml"
+
+
 def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> RunInfo:
     """Validate the parsed TOML of a ``run.toml``; errors name ``path`` and the key."""
     path = str(path)
@@ -258,10 +290,11 @@ def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> Ru
         if (
             not isinstance(value, list)
             or not value
-            or not all(isinstance(v, str) and v and not Path(v).is_absolute() for v in value)
+            or not all(isinstance(v, str) and _inside_name(v) for v in value)
         ):
             raise ConfigError(
-                f"{path}: counters.{key}", value, "a non-empty list of relative file names"
+                f"{path}: counters.{key}", value, "a non-empty list of file names inside the "
+                "run directory (relative, no '..', no NUL)",
             )
         files[key] = tuple(value)
     return RunInfo(
@@ -277,10 +310,9 @@ def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> Ru
 def read_run_info(path: str | Path) -> RunInfo:
     """Read and validate a ``run.toml`` file."""
     path = Path(path)
+    text = read_user_file("run.toml", path, "a readable run.toml file")
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("run.toml", str(path), "an existing file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "(file)", f"valid TOML ({exc})") from None
     return parse_run_info(data, path)
