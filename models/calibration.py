@@ -177,11 +177,12 @@ class OverloadProblem:
 
 OVERLOAD_PROBLEMS = {
     "overload": OverloadProblem(
-        "overload", "cluster1", "client_poll_per_socket_s", (0.02e-6, 0.5e-6), 0.005e-6,
-        ("userver_1_replies_20k", "userver_1_drops_20k", "userver_inf_over_1_21k",
-         "userver_inf_over_1_30k"),
-        "httperf's per-socket event-loop cost on cluster 1's client machines, fitted to "
-        "the userver's overload numbers (brief section 7)",
+        "overload", "cluster1", "client_poll_per_socket_s", (0.05e-6, 0.15e-6), 0.003e-6,
+        ("userver_1_replies_20k", "userver_inf_over_1_21k", "userver_inf_over_1_30k"),
+        "httperf's per-socket event-loop cost on cluster 1's client machines, fitted to the "
+        "userver's overload reply rates (brief section 7); the drop count is checked, not "
+        "fitted (with it, least squares trades every reply-rate target for it: at 0.037 us "
+        "drops are +18% but replies +23% and the 21,000/s ratio -22%)",
     ),
 }  # fmt: skip
 

@@ -71,8 +71,11 @@ def test_accept_cpu_is_the_sum_of_its_calls():
         + (knot.listen_waits + knot.listen_blocks) * (c.knot_listen_poll_s + io)
     )
     used = host.cpu.usage()["accept"]
-    # the run may end inside one call
-    assert used == pytest.approx(expected, abs=c.knot_listen_poll_s + c.accept_s + 2 * io)
+    # the run may end inside an accept phase, whose accepts are counted with the phase
+    # (Equation 1): up to accept-limit accepts, and the call under way, not yet counted
+    unfinished = c.knot_listen_poll_s + io + 50 * (c.accept_s + io)
+    assert expected <= used + 1e-12
+    assert used == pytest.approx(expected, abs=unfinished)
 
 
 @pytest.mark.parametrize("limit", [1, 50])
