@@ -239,7 +239,8 @@ class HostCosts(Params):
     )
     client_poll_per_socket_s: float = param(
         7.9e-8, unit="s/socket", fitted=_FIT_CLIENT, ge=0.0,
-        doc="httperf event loop: per open socket of the client machine, each iteration (httperf polls select() with a zero timeout over every "
+        doc="httperf event loop: per open socket of the client machine, each iteration "
+        "(httperf polls select() with a zero timeout over every "
         "socket it holds, connecting ones included; the kernel polls each and httperf scans "
         "the bitmaps).  The client application reacts to an event (connection established: "
         "write the request; reply read: close) at the end of the next such scan, so its "
