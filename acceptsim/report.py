@@ -221,3 +221,33 @@ def equation1_section(frames: list[pd.DataFrame], rate_per_s: float = EQUATION1_
                 f"{high['accept_rate_per_s']:,.0f}/s)\n"
             )
     return text + "\n"
+
+
+def section7_section(
+    targets: list[Any], values: list[float], fitted: set[str], frame: pd.DataFrame,
+    wall_s: float,
+) -> str:
+    """Brief section 7's overload numbers beside the simulated ones (two-minute runs
+    from the start, the paper's protocol), and Equation 1 under overload."""
+    rows = []
+    for t, v in zip(targets, values, strict=True):
+        rows.append({
+            "what": t.what, "paper": t.paper, "simulated": v,
+            "error_pct": 100.0 * (v - t.paper) / t.paper,
+            "fitted": "yes" if t.name in fitted else "no",
+        })  # fmt: skip
+    text = (
+        "## Past saturation: brief section 7 under the paper's protocol\n\n"
+        "Two-minute runs measured from their start, seed 1, default parameter sets "
+        "(`python -m models.calibration section7`).  Past saturation the figures above, "
+        "from shorter runs, are higher: the clients' held sockets, and with them the "
+        "collapse, build up over the first timeout and the SYN retransmissions.  `fitted`: "
+        "the number was a target of `python -m models.calibration overload`.\n\n"
+        + markdown_table(rows) + "\n\n"
+    )
+    for rate in sorted({float(r) for r in frame["target_rate_per_s"]}):
+        eq1 = equation1_rows([frame], rate)
+        if eq1:
+            text += (f"Equation 1 at {rate:,.0f} connections/s (two-minute runs):\n\n"
+                     + markdown_table(eq1) + "\n\n")
+    return text + f"({len(frame)} runs, {wall_s:.0f} s wall)\n\n"

@@ -194,7 +194,7 @@ def overload_points(
     seen: dict[tuple[Any, ...], dict[str, Any]] = {}
     for t in targets:
         for limit in t.limits:
-            key = (t.server, t.costs, t.rate_per_s, limit)
+            key = (t.server, t.costs, float(t.rate_per_s), limit)
             seen.setdefault(key, {
                 "server": t.server, "accept_limit": limit, "rate_per_s": float(t.rate_per_s),
                 "duration_s": PAPER_DURATION_S, "warmup_s": 0.0, "seed": seed,
@@ -211,13 +211,22 @@ def overload_values(
     costs = {**PARAMETER_SETS, **(costs or {})}
     points = overload_points(targets, costs, seed)
     records = run_many(_run, points, jobs=jobs, progress=False)
+    return values_from(targets, points, records)
+
+
+def values_from(
+    targets: Sequence[OverloadTarget], points: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+) -> list[float]:
+    """Each target's value, read from runs of (at least) its ``overload_points`` (one
+    parameter set per server)."""
     by_key = {
-        (p["server"], p["rate_per_s"], p["accept_limit"], p["costs"]): r
+        (p["server"], float(p["rate_per_s"]), p["accept_limit"]): r
         for p, r in zip(points, records, strict=True)
     }
 
     def record(t: OverloadTarget, limit: float) -> dict[str, Any]:
-        return by_key[(t.server, float(t.rate_per_s), limit, costs[t.costs])]
+        return by_key[(t.server, float(t.rate_per_s), limit)]
 
     out = []
     for t in targets:

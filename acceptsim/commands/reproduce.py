@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
-from models import runner
+from models import calibration, runner
+from models.costs import PARAMETER_SETS
 from models.experiment import RunConfig, simulate
 from sim import scenario as scenario_mod
 from sim.errors import ConfigError, is_user_file
@@ -27,6 +29,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--warmup", default=None, help="override every run's warm-up (s)")
     p.add_argument("--rates", default=None, help="override the target rates: R1,R2,...")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--section7", choices=("auto", "yes", "no"), default="auto",
+                   help="also run brief section 7's overload numbers and Equation 1 at "
+                   "20,000 and 30,000/s under the paper's protocol (two-minute runs; "
+                   "auto: when all figures are reproduced)")
     p.add_argument("--force", action="store_true", help="run even beyond the work bounds "
                    "(10,000 runs; 1e8 simulated connection attempts per run)")
     p.set_defaults(main=main)
@@ -57,6 +63,34 @@ def run_point(point: dict[str, Any]) -> dict[str, Any]:
     if isinstance(point.get("costs"), dict):  # a scenario that varies costs can plot by them
         record["costs"] = config.costs.to_dict()
     return record
+
+
+#: Equation 1 past saturation: the userver and TUX at these rates, limits 1 and inf
+EQUATION1_OVERLOAD_RATES = (20000.0, 30000.0)
+
+
+def section7(jobs: int | None) -> str:
+    """Brief section 7's overload numbers, and Equation 1 under overload, from
+    two-minute runs measured from their start (the paper's protocol)."""
+    targets = list(calibration.OVERLOAD_TARGETS)
+    points = calibration.overload_points(targets, PARAMETER_SETS)
+    keys = {(p["server"], p["rate_per_s"], p["accept_limit"]) for p in points}
+    for server in ("userver", "tux"):
+        for rate in EQUATION1_OVERLOAD_RATES:
+            for limit in (1, math.inf):
+                if (server, rate, limit) not in keys:
+                    points.append({**points[0], "server": server, "rate_per_s": rate,
+                                   "accept_limit": limit, "costs": PARAMETER_SETS["cluster1"]})
+    t0 = time.perf_counter()
+    records = run_many(run_point, points, jobs=jobs)
+    values = calibration.values_from(targets, points, records)
+    fitted = {name for problem in calibration.OVERLOAD_PROBLEMS.values()
+              for name in problem.targets}
+    frame = to_frame([r for r in records if r["target_rate_per_s"] in EQUATION1_OVERLOAD_RATES
+                      and r["server"] in ("userver", "tux")])
+    text = report.section7_section(targets, values, fitted, frame, time.perf_counter() - t0)
+    print("\n" + text)
+    return text
 
 
 def main(args: argparse.Namespace) -> int:
@@ -113,6 +147,8 @@ def main(args: argparse.Namespace) -> int:
             + (report.markdown_table(expect) + "\n\n" if expect else "")
             + f"({len(frame)} runs, {time.perf_counter() - t0:.0f} s wall)\n"
         )
+    if args.section7 == "yes" or (args.section7 == "auto" and not args.names):
+        sections.append(section7(jobs))
     equation1 = report.equation1_section(frames)
     if equation1:
         print("\n" + equation1)
