@@ -225,7 +225,7 @@ def equation1_section(frames: list[pd.DataFrame], rate_per_s: float = EQUATION1_
 
 def section7_section(
     targets: list[Any], values: list[float], fitted: set[str], frame: pd.DataFrame,
-    wall_s: float,
+    runs: int, wall_s: float,
 ) -> str:
     """Brief section 7's overload numbers beside the simulated ones (two-minute runs
     from the start, the paper's protocol), and Equation 1 under overload."""
@@ -250,4 +250,4 @@ def section7_section(
         if eq1:
             text += (f"Equation 1 at {rate:,.0f} connections/s (two-minute runs):\n\n"
                      + markdown_table(eq1) + "\n\n")
-    return text + f"({len(frame)} runs, {wall_s:.0f} s wall)\n\n"
+    return text + f"({runs} runs, {wall_s:.0f} s wall)\n\n"

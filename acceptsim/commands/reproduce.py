@@ -88,7 +88,8 @@ def section7(jobs: int | None) -> str:
               for name in problem.targets}
     frame = to_frame([r for r in records if r["target_rate_per_s"] in EQUATION1_OVERLOAD_RATES
                       and r["server"] in ("userver", "tux")])
-    text = report.section7_section(targets, values, fitted, frame, time.perf_counter() - t0)
+    text = report.section7_section(targets, values, fitted, frame, len(records),
+                                  time.perf_counter() - t0)
     print("\n" + text)
     return text
 
