@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from models import arrivals
-from models.connection import SYN_RECV, Connection
+from models.connection import SYN_RECV, SYN_SENT, Connection
 from models.workloads import Workload
 from sim.params import Params, param
 from sim.streams import Streams
@@ -151,6 +151,11 @@ class Client:
         self.attempted = 0  # connections started in the window
         self.completed = 0  # ... of which completed by the end
         self.timed_out = 0  # ... of which timed out by the end
+        #: SYNs the server dropped, summed over the window's completed (timed-out)
+        #: connections: every SYN but the last of a completed one, every SYN of one that
+        #: timed out before its SYN was queued, all but the last of the others
+        self.completed_syn_drops = 0
+        self.timed_out_syn_drops = 0
         self.in_flight_at_end = 0
         self.replies = 0  # replies received in the window
         self.timeouts = 0  # client timeouts whose instant lies in the window
@@ -341,6 +346,7 @@ class Client:
             del self.live[conn.id]
             if conn.started_at >= self.window_start:
                 self.completed += 1
+                self.completed_syn_drops += conn.syn_sent - 1
         if self._react is None:
             self._lan.put(self._kernel_fin, conn)
         else:  # httperf closes the socket when its loop has read the reply
@@ -359,10 +365,12 @@ class Client:
         if outcome == COMPLETED:
             if in_window:
                 self.completed += 1
+                self.completed_syn_drops += conn.syn_sent - 1
         else:
             self.timeouts_total += 1
             if in_window:
                 self.timed_out += 1
+                self.timed_out_syn_drops += conn.syn_sent - (conn.state != SYN_SENT)
             if at >= self.window_start:
                 self.timeouts += 1
 

@@ -514,6 +514,10 @@ class Host:
                 "timed_out": client.timed_out,
                 "in_flight_at_end": client.in_flight_at_end,
             },
+            # SYN drops per connection of the window, by outcome (None: no such connection);
+            # the paper's 20,000/s pair is about three per failed connection, none otherwise
+            "syn_drops_per_completed": ratio(client.completed_syn_drops, client.completed),
+            "syn_drops_per_timed_out": ratio(client.timed_out_syn_drops, client.timed_out),
             "httperf": client.httperf_summary(),
             # the same drops under the names `nstat` gives them on a modern kernel
             "nstat_per_s": {

@@ -28,6 +28,8 @@ def run(costs, **kw):  # type: ignore[no-untyped-def]
 def test_zero_loop_cost_means_no_reaction_delay() -> None:
     r = run(OFF, rate_per_s=15000.0)
     assert r["client_reaction_ms_mean"] == 0.0
+    assert r["syn_drops_per_completed"] == 0.0  # no SYN was dropped
+    assert r["syn_drops_per_timed_out"] is None  # none timed out
 
 
 def test_below_saturation_the_client_loop_changes_little() -> None:
@@ -45,6 +47,15 @@ def test_in_overload_the_slow_client_loop_costs_the_limit_1_userver_capacity() -
     assert on["client_reaction_ms_mean"] > 0.5
     assert on["open_connections_mean"] > 2 * off["open_connections_mean"]
     assert on["reply_rate_per_s"] < 0.9 * off["reply_rate_per_s"]
+    assert on["syn_drops_per_completed"] > 0.0
+
+
+def test_syn_drops_are_counted_per_connection_by_outcome() -> None:
+    """With a 4 s timeout a failed connection sends SYNs at 0 and 3 s only: at most two
+    drops each; a completed one lost fewer SYNs on average."""
+    c = run(ON, rate_per_s=22000.0, timeout_s=4.0)
+    assert 1.0 <= c["syn_drops_per_timed_out"] <= 2.0
+    assert 0.0 < c["syn_drops_per_completed"] < c["syn_drops_per_timed_out"]
     inf_off = run(OFF, rate_per_s=22000.0, accept_limit=math.inf)
     inf_on = run(ON, rate_per_s=22000.0, accept_limit=math.inf)
     assert inf_on["reply_rate_per_s"] > 0.95 * inf_off["reply_rate_per_s"]
