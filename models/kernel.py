@@ -304,7 +304,9 @@ class ListenSocket:
             self._unlink_request(conn)
             conn.state = CLOSED
             return
-        self._move_to_accept_queue(conn)
+        # the client's answer moves the request; its data is there to read only if the
+        # request has been sent (and dropped): a bare ACK's request may still be coming
+        self._move_to_accept_queue(conn, data=conn.request_unacked)
         if conn.state == SYN_RECV:
             backoff = min(profile.synack_rto_s * 2**conn.synack_rtx, profile.rto_max_s)
             self.env.delay_line(backoff).put(self._synack_timer, conn)

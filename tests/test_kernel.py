@@ -187,3 +187,18 @@ def test_a_request_behind_an_overflowed_bare_ack_retries_the_move() -> None:
     host.listen.accept()
     host.listen.retransmitted_segment(late)
     assert late.state == ESTABLISHED and late.pending == 1 and host.listen.syn_len == 0
+
+
+def test_a_synack_retransmission_moves_an_overflowed_bare_ack_without_data() -> None:
+    """The SYN-ACK timer's answer creates the child; the request, not yet sent when the
+    ACK overflowed, is read only when it arrives (never counted twice)."""
+    host = Host(backlog=1)
+    host.handshake()
+    host.handshake()
+    late = host.syn()
+    host.listen.bare_ack(late)  # overflows; the client application has not written yet
+    host.listen.accept()  # room again
+    host.env.run(until=LINUX_24.synack_rto_s + 0.1)
+    assert late.state == ESTABLISHED and late.pending == 0 and late.synack_rtx == 1
+    host.listen.first_request(late)
+    assert late.pending == 1
