@@ -244,23 +244,39 @@ def fit_overload(problem: OverloadProblem, jobs: int | None = None) -> dict[str,
     """Bounded scalar least squares (``scipy.optimize.minimize_scalar``) of the field."""
     targets = [t for t in OVERLOAD_TARGETS if t.name in problem.targets]
     base = PARAMETER_SETS[problem.costs]
-    history: list[tuple[float, list[float]]] = []
+    history: dict[float, list[float]] = {}  # field value -> the targets' values
+
+    def values_at(value: float) -> list[float]:
+        if value not in history:
+            changed = {problem.costs: base.replace(**{problem.field: value})}
+            history[value] = overload_values(targets, changed, jobs)
+        return history[value]
 
     def objective(value: float) -> float:
-        values = overload_values(targets, {problem.costs: base.replace(**{problem.field: value})},
-                                 jobs)
+        values = values_at(value)
         errors = [(v - t.paper) / t.paper for v, t in zip(values, targets, strict=True)]
-        history.append((value, values))
         print(f"  {problem.field} = {value:.4g}: relative errors {np.round(errors, 3)}", flush=True)
         return float(np.sum(np.square(errors)))
 
     result = minimize_scalar(objective, bounds=problem.bounds, method="bounded",
                              options={"xatol": problem.xatol})
     best = float(result.x)
-    values = next(v for x, v in history if x == best) if any(
-        x == best for x, _ in history) else overload_values(
-        targets, {problem.costs: base.replace(**{problem.field: best})}, jobs)
+    values = values_at(best)
     return {"value": best, "targets": targets, "values": values, "evaluations": len(history)}
+
+
+def target_lines(section: str, targets: Sequence[OverloadTarget], values: Sequence[float],
+                 show: bool = True) -> list[str]:
+    """Each target's simulated value beside the paper's, as TOML tables ``section.NAME``
+    (printed too, with ``show``)."""
+    lines = []
+    for t, v in zip(targets, values, strict=True):
+        err = (v - t.paper) / t.paper
+        if show:
+            print(f"{t.what}: paper {t.paper:g}, simulated {v:.4g} ({err:+.1%})")
+        lines += [f"[{section}.{t.name}]\n", f'what = "{t.what}"\n', f"paper = {t.paper}\n",
+                  f"simulated = {v:.4g}\n", f"relative_error = {err:.4f}\n"]
+    return lines
 
 
 def write_overload(problem: OverloadProblem, outcome: dict[str, Any], path: Path = RESULTS) -> None:
@@ -268,10 +284,8 @@ def write_overload(problem: OverloadProblem, outcome: dict[str, Any], path: Path
              f'what = "{problem.what}"\n', f"evaluations = {outcome['evaluations']}\n",
              f"run = {{ duration_s = {PAPER_DURATION_S}, warmup_s = 0.0, seed = 1 }}\n",
              f"[{problem.name}.fitted]\n", f"{problem.field} = {outcome['value']:.4e}\n"]
-    for t, v in zip(outcome["targets"], outcome["values"], strict=True):
-        lines += [f"[{problem.name}.residual.{t.name}]\n", f'what = "{t.what}"\n',
-                  f"paper = {t.paper}\n", f"simulated = {v:.4g}\n",
-                  f"relative_error = {(v - t.paper) / t.paper:.4f}\n"]
+    lines += target_lines(f"{problem.name}.residual", outcome["targets"], outcome["values"],
+                          show=False)
     _write_section(problem.name, "".join(lines), path)
 
 
@@ -460,8 +474,7 @@ def main_overload(problem: OverloadProblem, args: argparse.Namespace) -> int:
     else:
         outcome = fit_overload(problem, args.jobs)
     print(f"{problem.field} = {outcome['value']:.4e}")
-    for t, v in zip(outcome["targets"], outcome["values"], strict=True):
-        print(f"{t.what}: paper {t.paper:g}, simulated {v:.4g} ({(v - t.paper) / t.paper:+.1%})")
+    target_lines("", outcome["targets"], outcome["values"])
     if args.write:
         write_overload(problem, outcome)
     return 0
@@ -473,11 +486,7 @@ def main_section7(args: argparse.Namespace) -> int:
     values = overload_values(OVERLOAD_TARGETS, jobs=args.jobs)
     lines = ["[section7]\n",
              f"run = {{ duration_s = {PAPER_DURATION_S}, warmup_s = 0.0, seed = 1 }}\n"]
-    for t, v in zip(OVERLOAD_TARGETS, values, strict=True):
-        err = (v - t.paper) / t.paper
-        print(f"{t.what}: paper {t.paper:g}, simulated {v:.4g} ({err:+.1%})")
-        lines += [f"[section7.{t.name}]\n", f'what = "{t.what}"\n', f"paper = {t.paper}\n",
-                  f"simulated = {v:.4g}\n", f"relative_error = {err:.4f}\n"]
+    lines += target_lines("section7", OVERLOAD_TARGETS, values)
     if args.write:
         _write_section("section7", "".join(lines), RESULTS)
     return 0
