@@ -7,7 +7,7 @@ bench run (one-packet, 24,000 requests/s) is counted at two durations; the
 difference in instructions over the difference in connection attempts
 leaves out start-up (imports, set-up, results).
 
-    python tools/instructions.py [--servers userver,tux,knot] [--accept-limit L]
+    python tools/instructions.py [--servers userver,tux,knot] [--accept-limit L] [--rate R]
 
 Needs ``valgrind`` on the PATH; prints JSON ``{"<server>": instructions, ...}``.
 Takes about half a minute per server.
@@ -28,11 +28,15 @@ from pathlib import Path
 DURATIONS_S = (1.0, 3.0)
 
 
-def count(server: str, duration_s: float, accept_limit: str | None) -> tuple[int, int]:
+def count(
+    server: str, duration_s: float, accept_limit: str | None, rate: str | None = None
+) -> tuple[int, int]:
     """(instructions, simulated connection attempts) of one bench run under valgrind."""
     args = ["bench", "--servers", server, "--duration", str(duration_s)]
     if accept_limit is not None:
         args += ["--accept-limit", accept_limit]
+    if rate is not None:
+        args += ["--rate", rate]
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no",
@@ -51,12 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--servers", default="userver,tux,knot")
     parser.add_argument("--accept-limit", default=None)
+    parser.add_argument("--rate", default=None, help="target rate (default: the bench's)")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not on the PATH")
     result = {}
     for server in args.servers.split(","):
-        (i0, c0), (i1, c1) = (count(server, d, args.accept_limit) for d in DURATIONS_S)
+        (i0, c0), (i1, c1) = (count(server, d, args.accept_limit, args.rate) for d in DURATIONS_S)
         result[server] = round((i1 - i0) / (c1 - c0))
     print(json.dumps(result, indent=2))
     return 0
