@@ -119,6 +119,17 @@ class RunConfig(Params):
         doc="if > 0, also report a time series (`timeseries`: reply "
         "rate, queue lengths, the policy's accept-limit, ...) sampled at this interval; 0: off",
     )
+    cpu_quota: float = param(
+        0.0, unit="CPUs", ge=0.0, le=1.0, min_nonzero=1e-3,
+        doc="CFS bandwidth limit on the server task, as a cgroup quota over its period "
+        "(cpu.max; acceptsim measure --server-cpu-quota): processor seconds it may use per "
+        "second; it is throttled for the rest of a period once it has used "
+        "cpu_quota x cpu_period_s.  Kernel work is not limited (sim.cpu); 0: no limit",
+    )
+    cpu_period_s: float = param(
+        0.1, unit="s", ge=1e-3, le=1.0,
+        doc="CFS period of cpu_quota (cgroup cpu.max period; Linux default 100 ms)",
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
         doc="idle persistent connections the clients open before "
@@ -330,6 +341,8 @@ class Host:
         self.streams = streams = Streams(config.seed)
         server_cls, server_params_cls, categories = SERVERS[config.server]
         self.cpu = Cpu(env, categories)
+        if config.cpu_quota:
+            self.cpu.limit(config.cpu_quota * config.cpu_period_s, config.cpu_period_s)
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
@@ -411,6 +424,7 @@ class Host:
                 "listen_overflow": listen.listen_overflow,
             },
             "cookies_sent": listen.cookies_sent,
+            "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
         }
 
     def run(self, progress: bool = False, slices: int | None = None) -> dict[str, Any]:
@@ -541,6 +555,15 @@ class Host:
             result["replies_per_interval"] = list(client.series)
         if self.timeseries is not None:
             result["timeseries"] = self.timeseries
+        if self.cpu.bandwidth is not None:  # as the cgroup's cpu.stat reports it
+            cfs = differences(end["cfs"], start["cfs"])
+            result["cfs"] = {
+                "quota_cpus": config.cpu_quota,
+                "period_s": config.cpu_period_s,
+                "periods": cfs["periods"],
+                "throttled_periods": cfs["throttled_periods"],
+                "throttled_share": cfs["throttled_s"] / window,
+            }
         if "busy_area" in server:
             result["threads_busy_mean"] = server["busy_area"] / window
         if hasattr(self.server, "result_extras"):  # a server's own measures (documented there)

@@ -27,6 +27,20 @@ Contract
 
 CPU time is accounted exactly per category; :meth:`Cpu.usage` reports it as
 of ``env.now`` (the unfinished part of the current burst excluded).
+
+CPU bandwidth limit
+-------------------
+:meth:`Cpu.limit` puts the task under a CFS bandwidth limit, as a cgroup's
+``cpu.max`` (v2) or ``cpu.cfs_quota_us``/``cpu.cfs_period_us`` (v1) does: in
+every period the task may run for ``quota`` seconds; when it has used them it
+is *throttled* (it neither runs nor wakes) until the period ends, and its
+unfinished burst resumes then.  Kernel (interrupt) work is neither limited
+nor charged to the quota: on a kernel with IRQ time accounting, softirq time
+is taken out of the task's runtime, and packets keep arriving and being
+queued while the task is throttled.  The limit is enforced exactly, at the
+instant the quota runs out (the kernel enforces it at its next accounting
+point, a scheduler tick or the task's next sleep or wake-up, so it may
+overrun by up to a tick).  See :class:`Bandwidth`.
 """
 
 from __future__ import annotations
@@ -63,7 +77,17 @@ class Cpu:
         self.task_end = INF
         self._task: Task | None = None
         self._category: str | None = None
+        #: the task's CFS bandwidth limit, if any (:meth:`limit`)
+        self.bandwidth: Bandwidth | None = None
         env.attach_cpu(self)
+
+    def limit(self, quota_s: float, period_s: float) -> Bandwidth:
+        """Limit the task to ``quota_s`` seconds of processor time per ``period_s``
+        (CFS bandwidth control), from the current instant."""
+        if self.bandwidth is not None:
+            raise RuntimeError("this Cpu's task is already limited")
+        self.bandwidth = Bandwidth(self, quota_s, period_s)
+        return self.bandwidth
 
     # -- kernel side ------------------------------------------------------
     def interrupt(self, cost: float) -> None:
@@ -89,8 +113,11 @@ class Cpu:
         return self.task_end == INF
 
     def wake(self) -> None:
-        """Make a sleeping task runnable now (no effect if it is running)."""
+        """Make a sleeping task runnable now (no effect if it is running).  A
+        throttled task becomes runnable when its next period starts."""
         if self.task_end == INF and self._task is not None:
+            if self.bandwidth is not None and self.bandwidth.hold_wake():
+                return
             now = self.env._now
             free = self.kernel_free_at
             self._category = None
@@ -111,3 +138,135 @@ class Cpu:
             # the part of the current burst still to run after now
             used[self._category] -= self.task_end - now - backlog
         return used
+
+
+    def task_seconds(self) -> float:
+        """Processor seconds the task has used up to ``env.now``."""
+        used = self.usage()
+        del used[KERNEL]
+        return sum(used.values())
+
+
+#: the quota counts as used up when less than this is left (float noise of summed costs)
+_QUOTA_EPS_S = 1e-12
+
+
+class Bandwidth:
+    """A CFS bandwidth limit on a :class:`Cpu`'s task (see the module's docstring).
+
+    The instant the quota runs out is found without touching the event loop's
+    hot path: a check is scheduled at the earliest instant it could run out
+    (now plus the quota left, were the task to run without a break); the
+    check measures what the task really used (interrupts and sleeps make it
+    less) and either throttles the task or schedules the next check.  A
+    sleeping task needs no check until it wakes.
+
+    Counters as in the cgroup's ``cpu.stat``: ``periods`` (periods that
+    ended), ``throttled_periods`` and ``throttled_s`` (time spent throttled).
+    """
+
+    def __init__(self, cpu: Cpu, quota_s: float, period_s: float) -> None:
+        if not 0.0 < quota_s <= period_s:
+            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s={period_s}]")
+        self.cpu = cpu
+        self.env = env = cpu.env
+        self.quota_s = quota_s
+        self.period_s = period_s
+        self.periods = 0
+        self.throttled_periods = 0
+        self.throttled_s = 0.0
+        self.throttled = False
+        self._throttled_at = 0.0
+        self._wake_pending = False  # woken while throttled
+        self._left_on_wake: float | None = None  # quota left when the task slept at a check
+        self._stalled: tuple[str, float] | None = None  # category and work of the cut burst
+        self._generation = 0  # checks scheduled in an earlier period are stale
+        self._used_at_start = cpu.task_seconds()
+        env.call_recurring(period_s, lambda: period_s, self._refill)
+        env.call_at(env.now + quota_s, self._check, 0)
+
+    def counters(self) -> dict[str, float]:
+        """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
+        throttled_s = self.throttled_s
+        if self.throttled:  # the throttled part of the current period, so far
+            throttled_s += self.env._now - self._throttled_at
+        return {
+            "periods": self.periods,
+            "throttled_periods": self.throttled_periods,
+            "throttled_s": throttled_s,
+        }
+
+    def hold_wake(self) -> bool:
+        """Called by :meth:`Cpu.wake` for a sleeping task: True if it must stay
+        asleep (throttled; it wakes when the period ends)."""
+        if self.throttled:
+            self._wake_pending = True
+            return True
+        left = self._left_on_wake
+        if left is not None:
+            self._left_on_wake = None
+            cpu = self.cpu
+            now = self.env._now
+            free = cpu.kernel_free_at
+            self.env.call_at((free if free > now else now) + left, self._check, self._generation)
+        return False
+
+    def _check(self, generation: int) -> None:
+        if generation != self._generation or self.throttled:
+            return
+        cpu = self.cpu
+        left = self.quota_s - (cpu.task_seconds() - self._used_at_start)
+        if left > _QUOTA_EPS_S:
+            if cpu.task_end == INF:  # asleep: the quota cannot run out before it wakes
+                self._left_on_wake = left
+            else:
+                self.env.call_at(self.env._now + left, self._check, generation)
+            return
+        self._throttle()
+
+    def _throttle(self) -> None:
+        cpu = self.cpu
+        now = self.env._now
+        self.throttled = True
+        self._throttled_at = now
+        self.throttled_periods += 1
+        if cpu.task_end != INF and cpu._category is not None:
+            # cut the running burst: what is left of it runs when the period ends
+            free = cpu.kernel_free_at
+            rest = cpu.task_end - (free if free > now else now)
+            cpu.task_time[cpu._category][0] -= rest
+            self._stalled = (cpu._category, rest)
+            cpu.task_end = INF
+        elif cpu.task_end != INF:  # runnable, between bursts: it waits for the period
+            cpu.task_end = INF
+            self._wake_pending = True
+
+    def _refill(self, _: object) -> None:
+        cpu = self.cpu
+        now = self.env._now
+        self.periods += 1
+        self._generation += 1
+        self._left_on_wake = None
+        if self.throttled:
+            self.throttled = False
+            self.throttled_s += now - self._throttled_at
+            free = cpu.kernel_free_at
+            start = free if free > now else now
+            if self._stalled is not None:
+                category, rest = self._stalled
+                self._stalled = None
+                cpu.task_time[category][0] += rest
+                cpu._category = category
+                cpu.task_end = start + rest
+            elif self._wake_pending:
+                cpu._category = None
+                cpu.task_end = start
+            self._wake_pending = False
+        self._used_at_start = cpu.task_seconds()
+        if cpu.task_end == INF:
+            self._left_on_wake = self.quota_s
+        else:
+            free = cpu.kernel_free_at
+            self.env.call_at(
+                (free if free > now else now) + self.quota_s, self._check, self._generation
+            )

@@ -30,6 +30,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
     p.add_argument("--idle-connections", default="0",
                    help="idle persistent connections held open (default 0)")
+    p.add_argument("--cpu-quota", default="0", metavar="CPUS",
+                   help="CFS bandwidth limit on the server, in CPUs (cgroup quota / period, "
+                   "e.g. 0.1); 0: no limit (default)")
+    p.add_argument("--cpu-period", default="0.1", metavar="SECONDS",
+                   help="CFS period of --cpu-quota in seconds (default 0.1, Linux's)")
     p.add_argument("--server-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the server's own parameters (repeatable)")
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
@@ -99,6 +104,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "spacing": args.spacing,
         "timeout_s": parse_number("timeout", args.timeout),
         "idle_connections": parse_int("idle-connections", args.idle_connections),
+        "cpu_quota": parse_number("cpu-quota", args.cpu_quota),
+        "cpu_period_s": parse_number("cpu-period", args.cpu_period),
         "server_params": parse_assignments("server-param", args.server_param),
         "workload_params": parse_assignments("workload-param", args.workload_param),
         "policy": policy_spec(args),

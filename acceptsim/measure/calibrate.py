@@ -68,6 +68,9 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
             "duration_s": info.load.duration_s,
             "warmup_s": 0.0,
             "kernel": info.kernel.profile,
+            # the server's cgroup CFS quota, simulated (sim.cpu.Bandwidth)
+            "cpu_quota": info.server.cpu_quota,
+            "cpu_period_s": info.server.cpu_period_us / 1e6 if info.server.cpu_quota else 0.1,
             "costs": costs,
             "seed": seed,
         }

@@ -144,8 +144,9 @@ def test_direction_counts_only_differences_beyond_the_noise(
 
 def test_quota_sweep_calibrated_on_multi_accept_on_predicts_off() -> None:
     """The issue's check: fitted to the multi_accept=on runs of the quota sweep, the
-    simulator predicts the off runs' reply rate within 15% MAPE and gets the sign of
-    off minus on right wherever the measured difference exceeds its noise."""
+    simulator, running each run under its CFS quota, predicts the off runs' reply rate
+    within 10% MAPE and gets the sign of off minus on right, and its size within a
+    factor of three, wherever the measured difference exceeds its noise."""
     from acceptsim.config_io import load_params_file
     from acceptsim.measure import find_runs
 
@@ -153,8 +154,15 @@ def test_quota_sweep_calibrated_on_multi_accept_on_predicts_off() -> None:
     runs = [load_run(d) for d in find_runs(QUOTA)]
     report = validate(runs, costs)
     assert report["excluded"] == []  # the clients kept their schedule at every rate
-    assert report["mape_reply_rate_by_multi_accept"]["off"] <= 15.0
+    assert report["mape_reply_rate_by_multi_accept"]["off"] <= 10.0
     d = report["direction"]
     assert d["wrong"] == 0 and d["right"] >= 1
+    # the size of the multi_accept penalty where it exceeds the noise (5,000/s): the
+    # simulated quota's stalls produce it (without them the model predicted -6 against
+    # -213 measured); it stays within a factor of three of the measured one
+    for rate in d["rates"]:
+        if rate["exceeds_noise"]:
+            factor = rate["predicted_off_minus_on"] / rate["measured_off_minus_on"]
+            assert 1 / 3 <= factor <= 3, rate
     # both measured and predicted: off serves fewer replies than on, on average over rates
     assert d["pooled"]["measured_off_minus_on"] < 0 and d["pooled"]["predicted_off_minus_on"] < 0

@@ -1,0 +1,139 @@
+"""CFS bandwidth control on the task (sim.cpu.Bandwidth) and the runs that use it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.experiment import RunConfig, simulate
+from sim import BLOCK, Cpu, Environment
+from sim.errors import ConfigError
+
+
+def busy(cost: float = 3e-4):
+    while True:
+        yield "work", cost
+
+
+def test_a_busy_task_gets_exactly_its_quota_and_resumes_its_cut_burst() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    ends = []
+
+    def task():
+        while True:
+            yield "work", 3e-4
+            ends.append(env.now)
+
+    cpu.start(task())
+    bw = cpu.limit(1e-3, 1e-2)
+    env.run(until=1.0)
+    assert cpu.usage()["work"] == pytest.approx(0.1)
+    assert bw.periods == 99 and bw.throttled_periods == 100
+    # 1 ms per 10 ms: bursts end at 0.3, 0.6, 0.9 ms; the fourth is cut at 1 ms and
+    # its last 0.2 ms run when the next period starts, at 10 ms
+    assert ends[:4] == [pytest.approx(t) for t in (3e-4, 6e-4, 9e-4, 1.02e-2)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    quota=st.floats(0.05, 0.9),
+    period=st.sampled_from([1e-3, 1e-2, 0.1]),
+    irq_every=st.floats(1e-4, 5e-3),
+    irq_cost=st.floats(0.0, 1e-4),
+    burst=st.floats(1e-5, 2e-3),
+)
+def test_the_task_never_exceeds_its_quota_in_any_period(
+    quota: float, period: float, irq_every: float, irq_cost: float, burst: float
+) -> None:
+    """Whatever the interrupts, the task uses at most quota x period in every period,
+    and exactly that when it always has work and the kernel leaves it room."""
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    cpu.start(busy(burst))
+    cpu.limit(quota * period, period)
+    env.call_recurring(irq_every, lambda: irq_every, lambda _: cpu.interrupt(irq_cost))
+    used = []
+    for k in range(1, 21):
+        before = cpu.usage()["work"]
+        env.run(until=k * period)
+        used.append(cpu.usage()["work"] - before)
+    for u in used:
+        assert u <= quota * period * (1 + 1e-9) + 1e-15
+    kernel_share = irq_cost / irq_every
+    if kernel_share + quota < 0.9:  # room for the whole quota in every period
+        assert min(used[1:]) == pytest.approx(quota * period, rel=1e-6)
+
+
+def test_a_throttled_task_sleeps_through_a_wake_until_its_period_ends() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    woke = []
+
+    def task():
+        yield "work", 1e-3  # the whole quota
+        yield BLOCK
+        woke.append(env.now)
+        yield "work", 1e-4
+
+    cpu.start(task())
+    bw = cpu.limit(1e-3, 1e-2)
+    env.call_at(2e-3, lambda _: cpu.wake())  # throttled then: waits for 10 ms
+    env.run(until=0.05)
+    assert woke == [pytest.approx(1e-2)]
+    assert bw.counters()["throttled_s"] == pytest.approx(9e-3)
+
+
+def test_a_task_that_sleeps_with_quota_left_is_throttled_when_it_uses_it_up() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    ends = []
+
+    def task():
+        yield "work", 4e-4
+        yield BLOCK
+        yield "work", 1e-3  # 0.6 ms of quota left: cut at 5.6 ms, resumed at 10 ms
+        ends.append(env.now)
+
+    cpu.start(task())
+    cpu.limit(1e-3, 1e-2)
+    env.call_at(5e-3, lambda _: cpu.wake())
+    env.run(until=0.05)
+    assert ends == [pytest.approx(1.04e-2)]
+
+
+def test_without_a_quota_a_run_is_unchanged_and_reports_no_cfs() -> None:
+    base = dict(server="nginx", accept_limit=1, rate_per_s=4000, duration_s=2, warmup_s=0.5,
+                kernel="linux-modern")
+    r = simulate(RunConfig(**base))
+    assert "cfs" not in r
+    full = simulate(RunConfig(**base, cpu_quota=1.0, cpu_period_s=0.01))
+    assert full["cfs"]["throttled_periods"] == 0  # a whole CPU: never throttled
+    assert full["reply_rate_per_s"] == r["reply_rate_per_s"]
+
+
+def test_a_quota_below_the_load_caps_the_server_and_throttles_it() -> None:
+    """Mechanism check (fails if the quota is ignored): at 0.1 CPU the server does at
+    most a tenth of a CPU's work, is throttled in nearly every period, and serves far
+    fewer replies than unlimited."""
+    base = dict(server="nginx", accept_limit=math.inf, rate_per_s=5000, duration_s=3,
+                warmup_s=1, kernel="linux-modern")
+    free = simulate(RunConfig(**base))
+    limited = simulate(RunConfig(**base, cpu_quota=0.1, cpu_period_s=0.01))
+    task_share = sum(v for k, v in limited["cpu_share"].items() if k not in ("kernel", "idle"))
+    assert task_share <= 0.1 + 1e-9
+    assert limited["cfs"]["throttled_periods"] >= 0.9 * limited["cfs"]["periods"]
+    assert limited["cfs"]["throttled_share"] > 0.5
+    assert limited["reply_rate_per_s"] < 0.9 * free["reply_rate_per_s"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("cpu_quota", -0.1), ("cpu_quota", 1.5), ("cpu_period_s", 1e-4),
+                         ("cpu_period_s", 2.0)],
+)
+def test_bad_quota_settings_are_refused_by_name(field: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=field):
+        RunConfig(**{field: value})
