@@ -145,8 +145,8 @@ def test_direction_counts_only_differences_beyond_the_noise(
 def test_quota_sweep_calibrated_on_multi_accept_on_predicts_off() -> None:
     """The issue's check: fitted to the multi_accept=on runs of the quota sweep, the
     simulator, running each run under its CFS quota, predicts the off runs' reply rate
-    within 10% MAPE and gets the sign of off minus on right, and its size within a
-    factor of three, wherever the measured difference exceeds its noise."""
+    within 10% MAPE and gets the sign of off minus on right, and its size within
+    half to twice, wherever the measured difference exceeds its noise."""
     from acceptsim.config_io import load_params_file
     from acceptsim.measure import find_runs
 
@@ -159,10 +159,10 @@ def test_quota_sweep_calibrated_on_multi_accept_on_predicts_off() -> None:
     assert d["wrong"] == 0 and d["right"] >= 1
     # the size of the multi_accept penalty where it exceeds the noise (5,000/s): the
     # simulated quota's stalls produce it (without them the model predicted -6 against
-    # -213 measured); it stays within a factor of three of the measured one
+    # -213 measured); it is within half to twice the measured one
     for rate in d["rates"]:
         if rate["exceeds_noise"]:
             factor = rate["predicted_off_minus_on"] / rate["measured_off_minus_on"]
-            assert 1 / 3 <= factor <= 3, rate
+            assert 0.5 <= factor <= 2, rate
     # both measured and predicted: off serves fewer replies than on, on average over rates
     assert d["pooled"]["measured_off_minus_on"] < 0 and d["pooled"]["predicted_off_minus_on"] < 0
