@@ -44,9 +44,13 @@ MAX_CONNECTIONS_PER_RUN = 2_000_000
 MAX_POINTS = 200
 NSTAT_PATTERNS = ("Tcp*", "Ip*")
 MAX_PROCESSES = 64
-#: cgroup v1 ``cpu`` hierarchy and the group the harness puts nginx in (--server-cpu-quota)
+#: where the harness puts nginx's group for --server-cpu-quota: the unified (cgroup v2)
+#: hierarchy when it is mounted with the cpu controller, else the v1 ``cpu`` hierarchy
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_CPU_ROOT = Path("/sys/fs/cgroup/cpu")
 CGROUP_NAME = "acceptsim-nginx"
+#: how long removing the group may wait for its killed processes to leave it
+CGROUP_RMDIR_WAIT_S = 5.0
 #: CFS period for the quota: short, so that a throttled nginx waits a few ms at most
 #: rather than the 100 ms default period's long stalls (the kernel allows 1 ms to 1 s);
 #: lengthened when needed so that the quota itself is at least the kernel's 1 ms minimum
@@ -278,14 +282,35 @@ def port_is_free(port: int) -> None:
             ) from None
 
 
+def cgroup_version(root: Path) -> int:
+    """2 if ``root`` is a unified (cgroup v2) hierarchy, else 1."""
+    return 2 if (root / "cgroup.controllers").is_file() else 1
+
+
+def default_cgroup_root() -> Path:
+    """The unified hierarchy if it offers the cpu controller, else the v1 cpu hierarchy."""
+    controllers = CGROUP_ROOT / "cgroup.controllers"
+    try:
+        if "cpu" in controllers.read_text().split():
+            return CGROUP_ROOT
+    except OSError:
+        pass
+    return CGROUP_CPU_ROOT
+
+
 class CpuQuota:
-    """A cgroup v1 ``cpu`` group with a CFS quota, for nginx: ``quota x period`` us of CPU
-    time per ``period`` us, shared by every process in it.
+    """A cgroup with a CFS quota, for nginx: ``quota x period`` us of CPU time per
+    ``period`` us, shared by every process in it.
 
     ``with CpuQuota(...) as group`` creates ``<root>/acceptsim-nginx``; processes started
     with ``preexec_fn=group.join`` run in it (with their children: nginx's master and its
-    worker); on exit any process left is moved back to the root group and the group is
-    removed.
+    worker).  On exit, however it happens (an error, SIGINT, SIGTERM), every process
+    still in the group is killed and the group is removed.
+
+    ``root``: a cgroup v2 (unified) hierarchy, recognised by its ``cgroup.controllers``
+    (the quota goes to ``cpu.max``; the parent's ``cgroup.subtree_control`` gets ``+cpu``
+    if it lacks it), or a v1 ``cpu`` hierarchy (``cpu.cfs_quota_us`` and
+    ``cpu.cfs_period_us``).  Default: :func:`default_cgroup_root`.
     """
 
     def __init__(self, quota_cpus: float, period_us: int, root: Path | None = None) -> None:
@@ -296,23 +321,41 @@ class CpuQuota:
                 f"CPU quota {quota_cpus:g} x period {period_us} us is below the kernel's "
                 f"minimum quota of {MIN_CPU_QUOTA_US} us"
             )
-        self.root = root if root is not None else CGROUP_CPU_ROOT
+        self.root = root if root is not None else default_cgroup_root()
+        self.version = cgroup_version(self.root)
         self.dir = self.root / CGROUP_NAME
 
     def _error(self, what: str, exc: OSError) -> HarnessError:
+        kind = "cgroup v2 hierarchy" if self.version == 2 else "cgroup v1 cpu hierarchy"
         return HarnessError(
-            f"--server-cpu-quota needs a writable cgroup v1 cpu hierarchy at {self.root} "
-            f"(run as root, with the cpu controller mounted there); {what}: "
-            f"{exc.strerror or exc}"
+            f"--server-cpu-quota needs a writable {kind} at {self.root} (run as root, or "
+            f"with a cgroup delegated to you); {what}: {exc.strerror or exc}"
         )
 
-    def __enter__(self) -> CpuQuota:
+    def _check_controller(self) -> None:
+        if self.version == 2:
+            controllers = (self.root / "cgroup.controllers").read_text().split()
+            if "cpu" not in controllers:
+                raise HarnessError(
+                    f"--server-cpu-quota needs the cpu controller in the cgroup v2 hierarchy "
+                    f"at {self.root} (its cgroup.controllers lists: "
+                    f"{' '.join(controllers) or 'nothing'})"
+                )
+            return
         if not (self.root / "cpu.cfs_quota_us").is_file():
             raise HarnessError(
-                f"--server-cpu-quota needs the cgroup v1 cpu controller at {self.root} "
+                f"--server-cpu-quota needs a cgroup v2 hierarchy with the cpu controller at "
+                f"{CGROUP_ROOT} or the cgroup v1 cpu controller at {self.root} "
                 f"({self.root / 'cpu.cfs_quota_us'} does not exist)"
             )
+
+    def __enter__(self) -> CpuQuota:
+        self._check_controller()
         try:
+            if self.version == 2:
+                control = self.root / "cgroup.subtree_control"
+                if "cpu" not in control.read_text().split():
+                    control.write_text("+cpu")
             if self.dir.exists():  # left by an interrupted run: empty it, start afresh
                 self._empty()
                 self.dir.rmdir()
@@ -320,9 +363,12 @@ class CpuQuota:
         except OSError as exc:
             raise self._error(f"cannot create {self.dir}", exc) from None
         try:
-            # period first: a quota longer than the old period would be refused
-            (self.dir / "cpu.cfs_period_us").write_text(str(self.period_us))
-            (self.dir / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+            if self.version == 2:
+                (self.dir / "cpu.max").write_text(f"{self.quota_us} {self.period_us}")
+            else:
+                # period first: a quota longer than the old period would be refused
+                (self.dir / "cpu.cfs_period_us").write_text(str(self.period_us))
+                (self.dir / "cpu.cfs_quota_us").write_text(str(self.quota_us))
         except OSError as exc:
             self.__exit__(None, None, None)
             raise self._error(f"cannot set the quota in {self.dir}", exc) from None
@@ -337,18 +383,32 @@ class CpuQuota:
         return [int(p) for p in text.split()]
 
     def throttled(self) -> dict[str, int]:
-        """``cpu.stat``: nr_periods, nr_throttled, throttled_time (ns)."""
-        out = {}
+        """``cpu.stat`` in one form for both versions: ``nr_periods``, ``nr_throttled``
+        and ``throttled_us`` (v1 reports ``throttled_time`` in ns, v2
+        ``throttled_usec``)."""
+        raw = {}
         for line in (self.dir / "cpu.stat").read_text().splitlines():
             key, _, value = line.partition(" ")
             if value.strip().isdigit():
-                out[key] = int(value)
+                raw[key] = int(value)
+        out = {k: raw[k] for k in ("nr_periods", "nr_throttled") if k in raw}
+        if "throttled_usec" in raw:
+            out["throttled_us"] = raw["throttled_usec"]
+        elif "throttled_time" in raw:
+            out["throttled_us"] = raw["throttled_time"] // 1000
         return out
 
     def _empty(self) -> None:
-        for pid in (self.dir / "cgroup.procs").read_text().split():
+        """Kill every process left in the group (only the harness's nginx runs there),
+        then move any that is still listed back to the root group."""
+        for pid in self.pids():
             try:
-                (self.root / "cgroup.procs").write_text(pid)
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile, or not ours to kill
+                pass
+        for pid in self.pids():
+            try:
+                (self.root / "cgroup.procs").write_text(str(pid))
             except OSError:  # the process has exited meanwhile
                 pass
 
@@ -359,7 +419,7 @@ class CpuQuota:
             self._empty()
         except OSError:
             pass
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + CGROUP_RMDIR_WAIT_S
         while True:  # bounded: rmdir fails while an exiting process is still listed
             try:
                 self.dir.rmdir()
@@ -450,6 +510,13 @@ class Nginx:
                 except subprocess.TimeoutExpired:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait(timeout=10)
+            if self.proc is not None:
+                # nginx runs in its own session: whatever of it is left (a worker the
+                # master did not take down) goes with the process group
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:  # none left
+                    pass
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import stat
 import tempfile
@@ -201,10 +202,12 @@ def test_unwritable_cgroups_are_a_clear_error_before_anything_runs(
     script(bin_dir, "taskset", 'shift 2; exec "$@"')
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", tmp_path / "no-cgroup")
+    monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "no-unified")
     out = tmp_path / "out"
     assert main([*ARGS, "--server-cpu-quota", "0.5", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "--server-cpu-quota needs the cgroup v1 cpu controller at" in err
+    assert "--server-cpu-quota needs a cgroup v2 hierarchy with the cpu controller at" in err
+    assert "no-unified or the cgroup v1 cpu controller at" in err
     assert not out.exists()
 
 
@@ -320,3 +323,173 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
         with pytest.raises(HarnessError, match="in use"):
             with Nginx(plan(port=port), "", "/nonexistent/nginx"):
                 pass
+
+
+def fake_unified_root(tmp_path: Path, subtree: str = "") -> Path:
+    root = tmp_path / "unified"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text(subtree)
+    (root / "cgroup.procs").write_text("")
+    return root
+
+
+def test_cgroup_v2_is_recognised_and_gets_cpu_max_and_the_cpu_controller(
+    tmp_path: Path,
+) -> None:
+    root = fake_unified_root(tmp_path)
+    group = CpuQuota(0.1, 10000, root)
+    assert group.version == 2
+    with group:
+        assert (root / "cgroup.subtree_control").read_text() == "+cpu"
+        assert (root / CGROUP_NAME / "cpu.max").read_text() == "1000 10000"
+        assert not (root / CGROUP_NAME / "cpu.cfs_quota_us").exists()  # no v1 files
+        (root / CGROUP_NAME / "cpu.stat").write_text(
+            "usage_usec 5000\nnr_periods 40\nnr_throttled 30\nthrottled_usec 270000\n"
+        )
+        assert group.throttled() == {"nr_periods": 40, "nr_throttled": 30, "throttled_us": 270000}
+        for f in (root / CGROUP_NAME).iterdir():  # a real cgroup's files go with it
+            f.unlink()
+    assert not (root / CGROUP_NAME).exists()
+
+
+def test_cgroup_v2_leaves_an_enabled_cpu_controller_alone(tmp_path: Path) -> None:
+    root = fake_unified_root(tmp_path, subtree="cpu memory\n")
+    with CpuQuota(0.5, 2000, root) as group:
+        assert (root / "cgroup.subtree_control").read_text() == "cpu memory\n"
+        for f in group.dir.iterdir():
+            f.unlink()
+
+
+def test_cgroup_v2_without_the_cpu_controller_is_a_clear_error(tmp_path: Path) -> None:
+    root = fake_unified_root(tmp_path)
+    (root / "cgroup.controllers").write_text("memory pids\n")
+    with pytest.raises(HarnessError, match=r"cpu controller in the cgroup v2 .*lists: memory"):
+        with CpuQuota(0.5, 2000, root):
+            pass
+    assert not (root / CGROUP_NAME).exists()
+
+
+def test_v1_and_v2_report_throttling_in_the_same_units(tmp_path: Path) -> None:
+    root = fake_cgroup_root(tmp_path)
+    with CpuQuota(0.5, 2000, root) as group:
+        (group.dir / "cpu.stat").write_text(
+            "nr_periods 10\nnr_throttled 4\nthrottled_time 3000000\n"
+        )
+        assert group.throttled() == {"nr_periods": 10, "nr_throttled": 4, "throttled_us": 3000}
+        for f in group.dir.iterdir():
+            f.unlink()
+
+
+@pytest.mark.parametrize("how", ["error", "interrupt"])
+def test_leaving_the_group_kills_what_runs_in_it_and_removes_it(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error or an interruption (SIGINT, or SIGTERM, which the CLI turns into a
+    KeyboardInterrupt) inside the group leaves no process and no group behind."""
+    import subprocess
+
+    import acceptsim.measure.harness as harness
+
+    monkeypatch.setattr(harness, "CGROUP_RMDIR_WAIT_S", 0.0)
+    root = fake_unified_root(tmp_path)
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        with pytest.raises(RuntimeError if how == "error" else KeyboardInterrupt):
+            with CpuQuota(0.5, 2000, root) as group:
+                (group.dir / "cgroup.procs").write_text(f"{child.pid}\n")  # as join() does
+                (group.dir / "cpu.max").unlink()
+                if how == "error":
+                    raise RuntimeError("a run failed")
+                raise KeyboardInterrupt
+        assert child.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    # the killed pid was moved back to the root group; a real group then has no member
+    # and rmdir removes it with its files (this fake's cgroup.procs is a plain file)
+    assert (root / "cgroup.procs").read_text() == str(child.pid)
+    assert [f.name for f in (root / CGROUP_NAME).iterdir()] == ["cgroup.procs"]
+
+
+FAKE_NGINX = r'''
+import http.server, os, re, sys, time
+if "-v" in sys.argv:
+    sys.stderr.write("nginx version: nginx/1.22.1\n")
+    sys.exit(0)
+prefix = sys.argv[sys.argv.index("-p") + 1]
+conf = open(sys.argv[sys.argv.index("-c") + 1]).read()
+port = int(re.search(r"listen [0-9.]+:(\d+)", conf).group(1))
+open(os.environ["FAKE_PIDS"], "a").write(f"{os.getpid()}\n")
+if os.fork() == 0:  # a "worker", as nginx's master forks one
+    open(os.environ["FAKE_PIDS"], "a").write(f"{os.getpid()}\n")
+    os.chdir(os.path.join(prefix, "html"))
+    http.server.HTTPServer(
+        ("127.0.0.1", port), http.server.SimpleHTTPRequestHandler
+    ).serve_forever()
+while True:  # the "master" waits; SIGTERM ends it, not its worker
+    time.sleep(1)
+'''
+
+
+def test_sigterm_of_a_running_measure_stops_everything_it_started(tmp_path: Path) -> None:
+    """Tried as a user would: `kill` of a running `acceptsim measure` (here with fake
+    nginx and httperf, and a CPU quota when this machine has a writable cgroup) exits
+    143 and leaves no nginx, no httperf and no cgroup behind."""
+    import subprocess
+    import sys
+    import time
+
+    from acceptsim.measure.harness import default_cgroup_root
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pids_file = tmp_path / "pids"
+    nginx = bin_dir / "nginx"
+    nginx.write_text(f"#!{sys.executable}\n" + FAKE_NGINX)
+    nginx.chmod(0o755)
+    script(bin_dir, "httperf", f'echo $$ >> {pids_file}; exec sleep 600')
+    script(bin_dir, "taskset", 'shift 2; exec "$@"')
+    root = default_cgroup_root()
+    quota = []
+    if os.geteuid() == 0 and os.access(
+        root / ("cgroup.subtree_control" if (root / "cgroup.controllers").exists()
+                else "cpu.cfs_quota_us"), os.W_OK
+    ):
+        quota = ["--server-cpu-quota", "0.5"]
+    env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin", FAKE_PIDS=str(pids_file),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acceptsim.cli", "measure", "--multi-accept", "on",
+         "--rates", "500", "--duration", "300", "--repeats", "1", "--timeout", "1",
+         "--port", str(port), "--out", str(tmp_path / "out"), *quota],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until the "httperf" runs: nginx answered
+            if pids_file.exists() and len(pids_file.read_text().split()) >= 3:
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        else:
+            pytest.fail("the fake httperf never started")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 143, err
+        assert err.strip().splitlines()[-1] == "acceptsim measure: stopped by SIGTERM", err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    time.sleep(0.2)
+    for pid in map(int, pids_file.read_text().split()):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        with open(f"/proc/{pid}/stat") as f:  # a zombie awaiting its reaper is gone too
+            assert f.read().split()[2] == "Z", f"process {pid} survived"
+    assert not (root / CGROUP_NAME).exists()
