@@ -20,7 +20,6 @@ from acceptsim.cli import main
 from acceptsim.measure import load_run
 from acceptsim.measure.harness import (
     ADDRESS,
-    CGROUP_CPU_ROOT,
     CGROUP_NAME,
     HTTPERF_MAX_OPEN,
     CpuQuota,
