@@ -166,3 +166,24 @@ def test_quota_sweep_calibrated_on_multi_accept_on_predicts_off() -> None:
             assert 0.5 <= factor <= 2, rate
     # both measured and predicted: off serves fewer replies than on, on average over rates
     assert d["pooled"]["measured_off_minus_on"] < 0 and d["pooled"]["predicted_off_minus_on"] < 0
+
+
+@pytest.mark.parametrize("quota", ["0.1", "0.15", "0.2"])
+def test_one_calibration_predicts_every_quota(quota: str) -> None:
+    """Issue 16's check: costs fitted to the multi_accept=on runs at 0.1 CPU, with each
+    run simulated under its own quota and period, predict the runs at 0.1, 0.15 and 0.2
+    CPU of both settings with a reply-rate MAPE of at most 10% per quota.  Fails if the
+    quota is ignored (the unthrottled costs then predict several times the replies)."""
+    from acceptsim.config_io import load_params_file
+    from acceptsim.measure import find_runs
+
+    root = QUOTA.parent / "nginx-loopback-quotas"
+    costs, _ = load_params_file(QUOTA.parent / "nginx-loopback-quotas.params.toml")
+    runs = [load_run(d) for d in find_runs(root / f"quota-{quota}")]
+    assert len(runs) == 30  # the quota as the cgroup applied it: 1 ms per 6,667 us is 0.14999
+    assert all(r.info.server.cpu_quota == pytest.approx(float(quota), rel=1e-3) for r in runs)
+    report = validate(runs, costs)
+    assert report["excluded"] == []
+    assert report["mape_reply_rate"] <= 10.0
+    for setting in ("on", "off"):
+        assert report["mape_reply_rate_by_multi_accept"][setting] <= 10.0
