@@ -21,7 +21,8 @@ EXPECTED = {
     "architectures.ipynb": ["'select_cpu_grows_with_idle': True"],
     "prototype_policy.ipynb": ["policy_vs_static rows: 3", "share-of-queues"],
     "sweep.ipynb": ["gain_10_vs_1"],
-    "validate.ipynb": ["off_mape_within_15pct: True", "direction right at"],
+    "validate.ipynb": ["off_mape_within_15pct: True", "direction right at",
+                       "every_quota_mape_within_10pct: True"],
 }
 
 
