@@ -35,9 +35,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--pause", default="2", help="seconds of rest between runs (default 2)")
     p.add_argument("--server-cpu-quota", default=None,
                    help="limit nginx (master and worker) to this many CPUs with a cgroup CFS "
-                   "quota, e.g. 0.3 = 30%% of one CPU: cgroup v2 (cpu.max) where the unified "
-                   "hierarchy offers the cpu controller, else v1 (needs root or a delegated "
-                   "cgroup; default: no limit)")
+                   "quota, e.g. 0.3 = 30%% of one CPU; cgroup v2 and v1 are both supported, "
+                   "chosen automatically: v2 (cpu.max) where the unified hierarchy at "
+                   "/sys/fs/cgroup offers the cpu controller, else v1 (cpu.cfs_quota_us) at "
+                   "/sys/fs/cgroup/cpu; needs root or a delegated, writable hierarchy "
+                   "(default: no limit)")
     p.add_argument("--server-cpu-period", default=None,
                    help="CFS period of that quota in microseconds, 1000-1000000 (default: "
                    f"{DEFAULT_CPU_PERIOD_US}, or longer if needed for the kernel's 1 ms minimum "

@@ -177,8 +177,12 @@ def test_cpu_quota_group_is_made_set_and_removed(tmp_path: Path) -> None:
 
 
 def test_cpu_quota_errors_say_what_is_missing(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="cgroup v1 cpu controller at .*does not exist"):
+    with pytest.raises(HarnessError, match=r"tried .*nowhere \(does not exist\)$"):
         with CpuQuota(0.5, 2000, tmp_path / "nowhere"):
+            pass
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HarnessError, match=r"empty \(has neither .*cpu.cfs_quota_us \(v1"):
+        with CpuQuota(0.5, 2000, tmp_path / "empty"):
             pass
     root = fake_cgroup_root(tmp_path)
     (root / CGROUP_NAME).write_text("not a directory")
@@ -205,8 +209,12 @@ def test_unwritable_cgroups_are_a_clear_error_before_anything_runs(
     out = tmp_path / "out"
     assert main([*ARGS, "--server-cpu-quota", "0.5", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "--server-cpu-quota needs a cgroup v2 hierarchy with the cpu controller at" in err
-    assert "no-unified or the cgroup v1 cpu controller at" in err
+    assert err.startswith(
+        "acceptsim measure: error: --server-cpu-quota needs a cgroup v2 hierarchy with the "
+        "cpu controller or a cgroup v1 cpu hierarchy, writable by this process: run as root"
+    )
+    assert f"tried {tmp_path / 'no-unified'} (does not exist) and " in err
+    assert f"{tmp_path / 'no-cgroup'} (does not exist)" in err
     assert not out.exists()
 
 
@@ -241,7 +249,8 @@ def test_nginx_that_fails_to_start_is_reported_and_cleaned_up(
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))
     with pytest.raises(HarnessError, match="nginx exited at start: .*Address in use"):
-        with Nginx(plan(), "", str(bin_dir / "nginx")):
+        # a free port: a real measure may be using the default one
+        with Nginx(plan(port=_free_port()), "", str(bin_dir / "nginx")):
             pass
     assert list(work.iterdir()) == []
 
@@ -300,11 +309,12 @@ def test_measure_with_a_cpu_quota_end_to_end(
         pytest.skip("httperf and nginx are not installed (Debian: httperf nginx-light)")
     from acceptsim.measure.harness import default_cgroup_root
 
-    root = default_cgroup_root()
-    control = "cgroup.subtree_control" if (root / "cgroup.controllers").exists() else (
-        "cpu.cfs_quota_us")
-    if not os.access(root / control, os.W_OK):
-        pytest.skip(f"no writable cgroup hierarchy with the cpu controller at {root}")
+    try:
+        root = default_cgroup_root()
+    except HarnessError as exc:
+        pytest.skip(str(exc))
+    if (root / CGROUP_NAME).exists():
+        pytest.skip(f"{root / CGROUP_NAME} exists: another measure may be running")
     out = tmp_path / "runs"
     status = main(
         ["measure", "--multi-accept", "on", "--rates", "300", "--duration", "2",
@@ -368,7 +378,7 @@ def test_cgroup_v2_leaves_an_enabled_cpu_controller_alone(tmp_path: Path) -> Non
 def test_cgroup_v2_without_the_cpu_controller_is_a_clear_error(tmp_path: Path) -> None:
     root = fake_unified_root(tmp_path)
     (root / "cgroup.controllers").write_text("memory pids\n")
-    with pytest.raises(HarnessError, match=r"cpu controller in the cgroup v2 .*lists: memory"):
+    with pytest.raises(HarnessError, match=r"v2 without the cpu controller: .* lists memory"):
         with CpuQuota(0.5, 2000, root):
             pass
     assert not (root / CGROUP_NAME).exists()
@@ -399,101 +409,25 @@ def test_leaving_the_group_kills_what_runs_in_it_and_removes_it(
     root = fake_unified_root(tmp_path)
     child = subprocess.Popen(["sleep", "60"])
     try:
-        with pytest.raises(RuntimeError if how == "error" else KeyboardInterrupt):
+        # this fake's group is a plain directory whose cgroup.procs stays: rmdir fails,
+        # which is reported, not ignored (tests/measure/test_cgroup.py has a fake where
+        # rmdir takes the group's files with it, as cgroupfs does)
+        with pytest.raises(HarnessError, match="cannot remove .*not empty") as caught:
             with CpuQuota(0.5, 2000, root) as group:
                 (group.dir / "cgroup.procs").write_text(f"{child.pid}\n")  # as join() does
                 (group.dir / "cpu.max").unlink()
                 if how == "error":
                     raise RuntimeError("a run failed")
                 raise KeyboardInterrupt
+        assert type(caught.value.__context__) is (
+            RuntimeError if how == "error" else KeyboardInterrupt
+        )
         assert child.wait(timeout=5) == -signal.SIGKILL
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
     # the killed pid was moved back to the root group; a real group then has no member
-    # and rmdir removes it with its files (this fake's cgroup.procs is a plain file)
+    # and rmdir removes it with its files
     assert (root / "cgroup.procs").read_text() == str(child.pid)
     assert [f.name for f in (root / CGROUP_NAME).iterdir()] == ["cgroup.procs"]
-
-
-FAKE_NGINX = r'''
-import http.server, os, re, sys, time
-if "-v" in sys.argv:
-    sys.stderr.write("nginx version: nginx/1.22.1\n")
-    sys.exit(0)
-prefix = sys.argv[sys.argv.index("-p") + 1]
-conf = open(sys.argv[sys.argv.index("-c") + 1]).read()
-port = int(re.search(r"listen [0-9.]+:(\d+)", conf).group(1))
-open(os.environ["FAKE_PIDS"], "a").write(f"{os.getpid()}\n")
-if os.fork() == 0:  # a "worker", as nginx's master forks one
-    open(os.environ["FAKE_PIDS"], "a").write(f"{os.getpid()}\n")
-    os.chdir(os.path.join(prefix, "html"))
-    http.server.HTTPServer(
-        ("127.0.0.1", port), http.server.SimpleHTTPRequestHandler
-    ).serve_forever()
-while True:  # the "master" waits; SIGTERM ends it, not its worker
-    time.sleep(1)
-'''
-
-
-def test_sigterm_of_a_running_measure_stops_everything_it_started(tmp_path: Path) -> None:
-    """Tried as a user would: `kill` of a running `acceptsim measure` (here with fake
-    nginx and httperf, and a CPU quota when this machine has a writable cgroup) exits
-    143 and leaves no nginx, no httperf and no cgroup behind."""
-    import subprocess
-    import sys
-    import time
-
-    from acceptsim.measure.harness import default_cgroup_root
-
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    pids_file = tmp_path / "pids"
-    nginx = bin_dir / "nginx"
-    nginx.write_text(f"#!{sys.executable}\n" + FAKE_NGINX)
-    nginx.chmod(0o755)
-    script(bin_dir, "httperf", f'echo $$ >> {pids_file}; exec sleep 600')
-    script(bin_dir, "taskset", 'shift 2; exec "$@"')
-    root = default_cgroup_root()
-    quota = []
-    if os.geteuid() == 0 and os.access(
-        root / ("cgroup.subtree_control" if (root / "cgroup.controllers").exists()
-                else "cpu.cfs_quota_us"), os.W_OK
-    ):
-        quota = ["--server-cpu-quota", "0.5"]
-    env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin", FAKE_PIDS=str(pids_file),
-               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "acceptsim.cli", "measure", "--multi-accept", "on",
-         "--rates", "500", "--duration", "300", "--repeats", "1", "--timeout", "1",
-         "--port", str(port), "--out", str(tmp_path / "out"), *quota],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # until the "httperf" runs: nginx answered
-            if pids_file.exists() and len(pids_file.read_text().split()) >= 3:
-                break
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.1)
-        else:
-            pytest.fail("the fake httperf never started")
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        assert proc.returncode == 143, err
-        assert err.strip().splitlines()[-1] == "acceptsim measure: stopped by SIGTERM", err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    time.sleep(0.2)
-    for pid in map(int, pids_file.read_text().split()):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        with open(f"/proc/{pid}/stat") as f:  # a zombie awaiting its reaper is gone too
-            assert f.read().split()[2] == "Z", f"process {pid} survived"
-    assert not (root / CGROUP_NAME).exists()
