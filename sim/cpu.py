@@ -196,6 +196,10 @@ class Bandwidth:
             "throttled_s": throttled_s,
         }
 
+    def _ready_at(self) -> float:
+        """When the task can next run: now, or when the kernel's backlog is done."""
+        return max(self.cpu.kernel_free_at, self.env._now)
+
     def hold_wake(self) -> bool:
         """Called by :meth:`Cpu.wake` for a sleeping task: True if it must stay
         asleep (throttled; it wakes when the period ends)."""
@@ -205,10 +209,7 @@ class Bandwidth:
         left = self._left_on_wake
         if left is not None:
             self._left_on_wake = None
-            cpu = self.cpu
-            now = self.env._now
-            free = cpu.kernel_free_at
-            self.env.call_at((free if free > now else now) + left, self._check, self._generation)
+            self.env.call_at(self._ready_at() + left, self._check, self._generation)
         return False
 
     def _check(self, generation: int) -> None:
@@ -232,8 +233,7 @@ class Bandwidth:
         self.throttled_periods += 1
         if cpu.task_end != INF and cpu._category is not None:
             # cut the running burst: what is left of it runs when the period ends
-            free = cpu.kernel_free_at
-            rest = cpu.task_end - (free if free > now else now)
+            rest = cpu.task_end - self._ready_at()
             cpu.task_time[cpu._category][0] -= rest
             self._stalled = (cpu._category, rest)
             cpu.task_end = INF
@@ -250,8 +250,7 @@ class Bandwidth:
         if self.throttled:
             self.throttled = False
             self.throttled_s += now - self._throttled_at
-            free = cpu.kernel_free_at
-            start = free if free > now else now
+            start = self._ready_at()
             if self._stalled is not None:
                 category, rest = self._stalled
                 self._stalled = None
@@ -266,7 +265,4 @@ class Bandwidth:
         if cpu.task_end == INF:
             self._left_on_wake = self.quota_s
         else:
-            free = cpu.kernel_free_at
-            self.env.call_at(
-                (free if free > now else now) + self.quota_s, self._check, self._generation
-            )
+            self.env.call_at(self._ready_at() + self.quota_s, self._check, self._generation)

@@ -58,8 +58,14 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
         raise ConfigError(
             f"{run.path.name}: server.name", info.server.name, "one of " + ", ".join(SERVER_MODELS)
         )
+    # the server's cgroup CFS quota, simulated (sim.cpu.Bandwidth); none: RunConfig's "no limit"
+    quota = (
+        {"cpu_quota": info.server.cpu_quota, "cpu_period_s": info.server.cpu_period_us / 1e6}
+        if info.server.cpu_quota else {}
+    )
     return RunConfig.from_dict(
         {
+            **quota,
             "server": SERVER_MODELS[info.server.name],
             "accept_limit": math.inf if info.server.multi_accept else 1,
             "rate_per_s": info.load.target_rate_per_s,
@@ -68,9 +74,6 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
             "duration_s": info.load.duration_s,
             "warmup_s": 0.0,
             "kernel": info.kernel.profile,
-            # the server's cgroup CFS quota, simulated (sim.cpu.Bandwidth)
-            "cpu_quota": info.server.cpu_quota,
-            "cpu_period_s": info.server.cpu_period_us / 1e6 if info.server.cpu_quota else 0.1,
             "costs": costs,
             "seed": seed,
         }

@@ -56,6 +56,17 @@ def gone(pids: Path) -> list[int]:
     return running(pids)
 
 
+def reap(proc: subprocess.Popen[str], pids: Path) -> list[int]:
+    """After a test's measure: kill it if it still runs; the recorded fake processes that
+    survived it (then killed, so that none outlives the test)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    survivors = gone(pids)
+    kill_all(pids)
+    return survivors
+
+
 @pytest.mark.parametrize(
     ("signum", "cgroup"),
     [
@@ -100,11 +111,7 @@ def test_a_signalled_measure_stops_everything_it_started(
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        survivors = gone(pids)
-        kill_all(pids)
+        survivors = reap(proc, pids)
     name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
     assert proc.returncode == (143 if signum == signal.SIGTERM else 130), err
     assert err.splitlines() == [f"acceptsim measure: stopped by {name}"], err
@@ -134,11 +141,7 @@ def test_a_second_signal_does_not_cut_the_clean_up_short(tmp_path: Path) -> None
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        survivors = gone(pids)
-        kill_all(pids)
+        survivors = reap(proc, pids)
     assert proc.returncode == 143, err
     assert survivors == [], f"still running: {survivors} of {recorded(pids)}"
 

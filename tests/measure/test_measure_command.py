@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import stat
 import tempfile
@@ -337,97 +336,3 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
         with pytest.raises(HarnessError, match="in use"):
             with Nginx(plan(port=port), "", "/nonexistent/nginx"):
                 pass
-
-
-def fake_unified_root(tmp_path: Path, subtree: str = "") -> Path:
-    root = tmp_path / "unified"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
-    (root / "cgroup.subtree_control").write_text(subtree)
-    (root / "cgroup.procs").write_text("")
-    return root
-
-
-def test_cgroup_v2_is_recognised_and_gets_cpu_max_and_the_cpu_controller(
-    tmp_path: Path,
-) -> None:
-    root = fake_unified_root(tmp_path)
-    group = CpuQuota(0.1, 10000, root)
-    assert group.version == 2
-    with group:
-        assert (root / "cgroup.subtree_control").read_text() == "+cpu"
-        assert (root / CGROUP_NAME / "cpu.max").read_text() == "1000 10000"
-        assert not (root / CGROUP_NAME / "cpu.cfs_quota_us").exists()  # no v1 files
-        (root / CGROUP_NAME / "cpu.stat").write_text(
-            "usage_usec 5000\nnr_periods 40\nnr_throttled 30\nthrottled_usec 270000\n"
-        )
-        assert group.throttled() == {"nr_periods": 40, "nr_throttled": 30, "throttled_us": 270000}
-        for f in (root / CGROUP_NAME).iterdir():  # a real cgroup's files go with it
-            f.unlink()
-    assert not (root / CGROUP_NAME).exists()
-
-
-def test_cgroup_v2_leaves_an_enabled_cpu_controller_alone(tmp_path: Path) -> None:
-    root = fake_unified_root(tmp_path, subtree="cpu memory\n")
-    with CpuQuota(0.5, 2000, root) as group:
-        assert (root / "cgroup.subtree_control").read_text() == "cpu memory\n"
-        for f in group.dir.iterdir():
-            f.unlink()
-
-
-def test_cgroup_v2_without_the_cpu_controller_is_a_clear_error(tmp_path: Path) -> None:
-    root = fake_unified_root(tmp_path)
-    (root / "cgroup.controllers").write_text("memory pids\n")
-    with pytest.raises(HarnessError, match=r"v2 without the cpu controller: .* lists memory"):
-        with CpuQuota(0.5, 2000, root):
-            pass
-    assert not (root / CGROUP_NAME).exists()
-
-
-def test_v1_and_v2_report_throttling_in_the_same_units(tmp_path: Path) -> None:
-    root = fake_cgroup_root(tmp_path)
-    with CpuQuota(0.5, 2000, root) as group:
-        (group.dir / "cpu.stat").write_text(
-            "nr_periods 10\nnr_throttled 4\nthrottled_time 3000000\n"
-        )
-        assert group.throttled() == {"nr_periods": 10, "nr_throttled": 4, "throttled_us": 3000}
-        for f in group.dir.iterdir():
-            f.unlink()
-
-
-@pytest.mark.parametrize("how", ["error", "interrupt"])
-def test_leaving_the_group_kills_what_runs_in_it_and_removes_it(
-    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An error or an interruption (SIGINT, or SIGTERM, which the CLI turns into a
-    KeyboardInterrupt) inside the group leaves no process and no group behind."""
-    import subprocess
-
-    import acceptsim.measure.harness as harness
-
-    monkeypatch.setattr(harness, "CGROUP_RMDIR_WAIT_S", 0.0)
-    root = fake_unified_root(tmp_path)
-    child = subprocess.Popen(["sleep", "60"])
-    try:
-        # this fake's group is a plain directory whose cgroup.procs stays: rmdir fails,
-        # which is reported, not ignored (tests/measure/test_cgroup.py has a fake where
-        # rmdir takes the group's files with it, as cgroupfs does)
-        with pytest.raises(HarnessError, match="cannot remove .*not empty") as caught:
-            with CpuQuota(0.5, 2000, root) as group:
-                (group.dir / "cgroup.procs").write_text(f"{child.pid}\n")  # as join() does
-                (group.dir / "cpu.max").unlink()
-                if how == "error":
-                    raise RuntimeError("a run failed")
-                raise KeyboardInterrupt
-        assert type(caught.value.__context__) is (
-            RuntimeError if how == "error" else KeyboardInterrupt
-        )
-        assert child.wait(timeout=5) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    # the killed pid was moved back to the root group; a real group then has no member
-    # and rmdir removes it with its files
-    assert (root / "cgroup.procs").read_text() == str(child.pid)
-    assert [f.name for f in (root / CGROUP_NAME).iterdir()] == ["cgroup.procs"]
