@@ -5,32 +5,45 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the hot path mypyc compiles (sim/native.py's COMPILED): rebuilt when one of them changes
+HOT := $(shell $(PYTHON) sim/native.py)
+NATIVE := $(VENV)/.native
 
-.PHONY: run test test-slow bench bench-instructions lint clean
+.PHONY: run test test-slow bench bench-instructions lint clean build
 
-$(STAMP): pyproject.toml
+# install (compiling the hot path with mypyc when a C compiler is present: setup.py)
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(NATIVE)
 
-run: $(STAMP)
+# recompile the hot path after an edit (until then its Python sources run: sim/native.py)
+$(NATIVE): $(STAMP) $(HOT)
+	$(BIN)/python setup.py --quiet build_ext --inplace
+	touch $(NATIVE)
+
+build: $(NATIVE)
+
+run: $(NATIVE)
 	$(BIN)/acceptsim reproduce --out out
 
-test: $(STAMP)
+test: $(NATIVE)
 	$(BIN)/python -m pytest
 
-test-slow: $(STAMP)
+test-slow: $(NATIVE)
 	$(BIN)/python -m pytest -m slow
 
-bench: $(STAMP)
+bench: $(NATIVE)
 	$(BIN)/python -m pytest -m bench -s
 
-bench-instructions: $(STAMP)
+bench-instructions: $(NATIVE)
 	$(BIN)/python tools/instructions.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check sim models acceptsim tests tools
+	$(BIN)/ruff check sim models acceptsim tests tools setup.py
 
 clean:
-	rm -rf $(VENV) out
+	rm -rf $(VENV) out build
+	find sim models -name '*.so' -delete
+	rm -f acceptsim_hot__mypyc*.so

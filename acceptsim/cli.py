@@ -46,9 +46,20 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+class _Version(argparse.Action):
+    """``--version``: the package version and the simulation hot path in use."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from sim import native
+
+        print(f"acceptsim {__version__} (hot path: {native.path_in_use()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="acceptsim", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"acceptsim {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the "
+                        "hot path in use (compiled or pure Python), and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in COMMANDS:
         command.add_parser(sub)

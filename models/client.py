@@ -42,9 +42,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from models import arrivals
 from models.connection import SYN_RECV, SYN_SENT, Connection
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from sim.engine import Environment
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class ClientParams(Params):
     """httperf's load and the network between clients and server."""
@@ -116,7 +118,11 @@ class Client:
         self._think_time = getattr(workload, "think_time", None)
         fixed = getattr(workload, "fixed_shape", None)
         #: requests after the first and reply size of every connection, if all are alike
-        self._fixed_left, self._fixed_bytes = (fixed[0] - 1, fixed[1]) if fixed else (None, 0)
+        self._fixed_left: int | None = fixed[0] - 1 if fixed else None
+        self._fixed_bytes: int = fixed[1] if fixed else 0
+        #: the workload's reply size; its value is kept as it comes (an int that may also
+        #: name its file, models.fileset.FileReply), never converted
+        self._reply_bytes: Callable[[], Any] = workload.reply_bytes
         self.owd = params.rtt_s / 2
         self.rtt = params.rtt_s
         #: segments that answer a segment just received come back one round trip later
@@ -249,7 +255,7 @@ class Client:
             self._start_connection(conn)
         else:
             conn.requests_left = self.workload.requests_per_connection() - 1
-            conn.reply_bytes = self.workload.reply_bytes()
+            conn.reply_bytes = self._reply_bytes()
         if self._react is None:  # the request leaves right behind the ACK
             conn.request_sent_at = connected
             conn.deadline = connected + self.timeout
@@ -331,7 +337,7 @@ class Client:
             if self._react is not None:  # httperf issues the next call from its loop
                 think += self._react()
             if self._start_connection is None:
-                conn.reply_bytes = self.workload.reply_bytes()
+                conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
             conn.deadline = conn.request_sent_at + self.timeout
             if conn.request_sent_at >= self.window_start:
@@ -382,7 +388,7 @@ class Client:
         rates = [samples[k] / self._sample_s for k in range(n_full)]
         if rates:
             arr = np.asarray(rates)
-            reply_rate = {
+            reply_rate: dict[str, float | None] = {
                 "min": float(arr.min()),
                 "avg": float(arr.mean()),
                 "max": float(arr.max()),

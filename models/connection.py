@@ -14,6 +14,8 @@ share one object.  Follow a connection's ``state`` through models/ top-down:
 
 from __future__ import annotations
 
+from typing import Any
+
 SYN_SENT = 0
 SYN_RECV = 1
 ESTABLISHED = 2
@@ -62,7 +64,7 @@ class Connection:
         self.syn_sent = 1
         self.request_sent_at = 0.0
         self.requests_left = 0
-        self.reply_bytes = 0
+        self.reply_bytes: Any = 0  # an int, or an int that also names its file (fileset)
         self.data_rtx = 0
         self.client_dead = False
         self.outcome: str | None = None
@@ -75,8 +77,8 @@ class Connection:
         self.pending = 0
         self.eof = False
         self.ready = False
-        self.server: object = None
-        self.session: object = None
+        self.server: Any = None
+        self.session: Any = None
 
     def __repr__(self) -> str:
         return f"<Connection {self.id} {STATE_NAMES[self.state]}>"

@@ -30,16 +30,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from models.connection import ACCEPTED, CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
 from sim.params import Params, param
 
 if TYPE_CHECKING:
-    from models.client import Client
     from models.costs import HostCosts
     from sim.cpu import Cpu
     from sim.engine import Environment
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class KernelProfile(Params):
     """TCP listen-path behaviour of one kernel version."""
@@ -108,6 +110,23 @@ LINUX_MODERN = KernelProfile(
 PROFILES: dict[str, KernelProfile] = {p.name: p for p in (LINUX_24, LINUX_MODERN)}
 
 
+class ClientSide(Protocol):
+    """What the listen path sends the client machines (:class:`models.client.Client`;
+    a test may stand in for them)."""
+
+    def syn_ack(self, conn: Connection) -> None:
+        """The request was queued; its SYN-ACK is on its way."""
+
+    def syn_dropped(self, conn: Connection) -> None:
+        """The SYN was dropped (the client retransmits it, or gives up)."""
+
+    def request_unacknowledged(self, conn: Connection) -> None:
+        """The segment carrying the request overflowed: the client will retransmit it."""
+
+    def check_client_gone(self, conn: Connection) -> None:
+        """The server touches ``conn``: deliver the client's FIN if it has closed by now."""
+
+
 class Application(Protocol):
     """What the listen path tells the server application."""
 
@@ -128,7 +147,7 @@ class ListenSocket:
         costs: HostCosts,
         profile: KernelProfile,
         backlog: int,
-        client: Client,
+        client: ClientSide,
     ) -> None:
         self.env = env
         self.cpu = cpu

@@ -1,5 +1,6 @@
 """The engine side: nothing here knows about web servers.
 
+* :mod:`sim.native`: whether the compiled hot path or its Python sources run;
 * :mod:`sim.engine`: SimPy environment that drives the host CPU;
 * :mod:`sim.cpu`: one processor, interrupt work pre-empting one task;
 * :mod:`sim.streams`: per-run named random streams (SeedSequence);
@@ -11,11 +12,15 @@
   ``sim.sweep(...)`` is :func:`sim.sweep.sweep`.
 """
 
-from sim.cpu import BLOCK, Cpu
-from sim.engine import Environment
-from sim.errors import ConfigError
-from sim.params import Params, param
-from sim.streams import Streams
+from sim import native
+
+native.install()  # compiled hot path or its Python sources: chosen before they are imported
+
+from sim.cpu import BLOCK, Cpu  # noqa: E402
+from sim.engine import Environment  # noqa: E402
+from sim.errors import ConfigError  # noqa: E402
+from sim.params import Params, param  # noqa: E402
+from sim.streams import Streams  # noqa: E402
 
 __all__ = ["BLOCK", "ConfigError", "Cpu", "Environment", "Params", "Streams", "param", "sweep"]
 

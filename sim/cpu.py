@@ -87,9 +87,6 @@ class Cpu:
         if self.bandwidth is not None:
             raise RuntimeError("this Cpu's task is already limited")
         self.bandwidth = Bandwidth(self, quota_s, period_s)
-        # only a limited Cpu pays for the check on every wake-up (callers look up
-        # ``cpu.wake`` at each call, so the instance's attribute takes effect at once)
-        self.wake = self._limited_wake  # type: ignore[method-assign]
         return self.bandwidth
 
     # -- kernel side ------------------------------------------------------
@@ -120,17 +117,12 @@ class Cpu:
         bandwidth limit (:meth:`limit`) a throttled task becomes runnable when its next
         period starts."""
         if self.task_end == INF and self._task is not None:
+            if self.bandwidth is not None and self.bandwidth.hold_wake():
+                return
             now = self.env._now
             free = self.kernel_free_at
             self._category = None
             self.task_end = free if free > now else now
-
-    def _limited_wake(self) -> None:
-        """:meth:`wake` under a bandwidth limit."""
-        if self.task_end == INF and self._task is not None:
-            if self.bandwidth.hold_wake():  # type: ignore[union-attr]
-                return
-            Cpu.wake(self)
 
     def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at

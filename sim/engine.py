@@ -96,7 +96,7 @@ class DelayLine:
         at = env._now + self.delay
         if not self.queue:
             # the line itself is its head's entry on the heap
-            heappush(env._queue, (at, NORMAL, next(env._eid), self))
+            heappush(env._queue, (at, NORMAL, next(env._eid), self))  # type: ignore[misc]
         self.queue.append((at, fn, value))
 
     def fire(self) -> None:
@@ -105,7 +105,7 @@ class DelayLine:
         _, fn, value = queue.popleft()
         if queue:
             env = self.env
-            heappush(env._queue, (queue[0][0], NORMAL, next(env._eid), self))
+            heappush(env._queue, (queue[0][0], NORMAL, next(env._eid), self))  # type: ignore[misc]
         fn(value)
 
 
@@ -139,7 +139,7 @@ class TimerLane:
         heap = self.heap
         if not heap or entry < heap[0]:  # the new earliest: it goes on SimPy's heap too
             self._on_main.add(entry[2])
-            heappush(env._queue, (entry[0], NORMAL, entry[2], self))
+            heappush(env._queue, (entry[0], NORMAL, entry[2], self))  # type: ignore[misc]
         heappush(heap, entry)
 
     def fire(self) -> None:
@@ -152,7 +152,7 @@ class TimerLane:
             head = heap[0]
             if head[2] not in on_main:
                 on_main.add(head[2])
-                heappush(self.env._queue, (head[0], NORMAL, head[2], self))
+                heappush(self.env._queue, (head[0], NORMAL, head[2], self))  # type: ignore[misc]
         call.fn(call.value)
 
 
@@ -182,14 +182,14 @@ class Environment(simpy.Environment):
 
     def schedule_call(self, call: Call, delay: float) -> None:
         """Put an existing :class:`Call` back on the heap (recurring callbacks reuse one)."""
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))  # type: ignore[misc]
 
     def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
         """Call ``fn(value)`` after ``delay`` seconds."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         call = Call(fn, value)
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))  # type: ignore[misc]
         return call
 
     def call_recurring(
@@ -200,7 +200,7 @@ class Environment(simpy.Environment):
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         call = Recurring(fn, value, gap)
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))
+        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))  # type: ignore[misc]
         return call
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Call:
@@ -209,6 +209,7 @@ class Environment(simpy.Environment):
 
     def step(self) -> None:
         """Process the next event, as SimPy's ``step`` (also for :class:`Call` entries)."""
+        event: Any
         try:
             self._now, _, _, event = heappop(self._queue)
         except IndexError:
@@ -217,7 +218,7 @@ class Environment(simpy.Environment):
             event.fn(event.value)
             return
         if event.__class__ is Recurring:
-            heappush(self._queue, (self._now + event.gap(), NORMAL, next(self._eid), event))
+            heappush(self._queue, (self._now + event.gap(), NORMAL, next(self._eid), event))  # type: ignore[misc]
             event.fn(event.value)
             return
         if event.__class__ is DelayLine or event.__class__ is TimerLane:
@@ -253,8 +254,9 @@ class Environment(simpy.Environment):
 
     def _run_until(self, at: float) -> None:
         """The event loop of :meth:`run`, with the CPU's task advanced between events."""
-        queue = self._queue
+        queue: list[Any] = self._queue
         cpu = self.cpu
+        assert cpu is not None
         task_time = cpu.task_time
         call_cls = Call
         line_cls = DelayLine
@@ -290,7 +292,7 @@ class Environment(simpy.Environment):
             if t > at:
                 self._now = at
                 return None
-            event = queue[0][3]
+            event: Any = queue[0][3]
             if type(event) is line_cls:  # DelayLine.fire, inlined
                 self._now = t
                 lq = event.queue

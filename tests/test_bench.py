@@ -7,8 +7,9 @@ import json
 import pytest
 
 from acceptsim.cli import main
-from acceptsim.commands.bench import bench
+from acceptsim.commands.bench import bench, heap_loop, heap_loop_speed
 from models.experiment import SERVERS
+from sim import native
 
 
 def test_bench_reports_every_registered_server() -> None:
@@ -17,6 +18,15 @@ def test_bench_reports_every_registered_server() -> None:
     for figures in result.values():
         assert figures["conns_per_cpu_s"] > 0
         assert figures["conns_attempted"] > 0
+        heap = figures["heap_loop_customers_per_cpu_s"]
+        assert figures["heap_loop_ratio"] == pytest.approx(figures["conns_per_cpu_s"] / heap,
+                                                           abs=1e-3)
+        assert figures["hot_path"] == native.path_in_use()
+
+
+def test_the_heap_loop_serves_what_it_is_asked_and_is_timed() -> None:
+    assert heap_loop(1000) == 1000
+    assert heap_loop_speed(customers=20_000, repeat=1) > 0
 
 
 @pytest.mark.bench
@@ -35,3 +45,4 @@ def test_bench_profile_writes_the_top_functions(capsys: pytest.CaptureFixture[st
     assert set(json.loads(captured.out)) == {"userver"}
     assert "== profile: userver" in captured.err
     assert "tottime" in captured.err and "_run_until" in captured.err
+    assert "pure Python" in captured.err  # cProfile sees only the Python sources

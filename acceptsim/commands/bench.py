@@ -8,10 +8,20 @@ loop, so the figure depends little on other load on the machine (repeat and
 take the best: ``--repeat``).  The default accept-limit is :class:`RunConfig`'s
 (1); ``--accept-limit`` sets another.
 
+Absolute speeds on shared machines vary from day to day, so each server's
+figure is also given as ``heap_loop_ratio``: its connection attempts per
+CPU-second over the customers per CPU-second of a bare pure-Python heapq
+M/M/1 loop (:func:`heap_loop_speed`) timed in the same run, the ceiling of
+pure Python for the simplest simulation.  ``hot_path`` says whether the
+compiled hot path or its Python sources ran (:mod:`sim.native`).
+
 ``--profile N`` also runs each server once under :mod:`cProfile` and writes
 its N most expensive functions (own time) to standard error.  The profiler
 adds a fixed cost per Python call, so it overstates small functions: use it
 to find where calls and events go, and the plain figure to judge a change.
+cProfile does not see compiled functions, so the profiled run uses the
+Python sources (in a child process with ``ACCEPTSIM_PURE_PYTHON=1``) when
+the compiled hot path is in use.
 """
 
 from __future__ import annotations
@@ -19,13 +29,20 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
+import random
+import subprocess
 import sys
+import time
+from heapq import heappop, heappush
+from itertools import count
 from typing import Any, TextIO
 
 from acceptsim.config_io import parse_int, parse_number
 from models.experiment import SERVERS, RunConfig, simulate
 from models.policies import check_limit
+from sim import native
 from sim.errors import ConfigError
 
 #: the benchmark's load: the paper's one-packet workload in overload
@@ -47,6 +64,48 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(main=main)
 
 
+#: customers per timing of the heap loop, and timings (the fastest counts)
+HEAP_LOOP_CUSTOMERS = 200_000
+HEAP_LOOP_REPEAT = 3
+
+
+def heap_loop(customers: int, seed: int = 1) -> int:
+    """A bare M/M/1 queue (load 0.9) on a heapq of ``(time, priority, sequence, kind)``
+    entries, as an event loop keeps them; returns the customers served."""
+    draw = random.Random(seed).expovariate
+    sequence = count()
+    heap = [(draw(0.9), 1, next(sequence), 0)]
+    busy = False
+    waiting = served = 0
+    while served < customers:
+        now, _, _, kind = heappop(heap)
+        if kind == 0:  # an arrival, which draws the next one
+            heappush(heap, (now + draw(0.9), 1, next(sequence), 0))
+            if busy:
+                waiting += 1
+            else:
+                busy = True
+                heappush(heap, (now + draw(1.0), 1, next(sequence), 1))
+        else:  # a departure
+            served += 1
+            if waiting:
+                waiting -= 1
+                heappush(heap, (now + draw(1.0), 1, next(sequence), 1))
+            else:
+                busy = False
+    return served
+
+
+def heap_loop_speed(customers: int = HEAP_LOOP_CUSTOMERS, repeat: int = HEAP_LOOP_REPEAT) -> float:
+    """Customers per CPU-second of :func:`heap_loop` (the fastest of ``repeat`` timings)."""
+    best = 0.0
+    for _ in range(repeat):
+        start = time.process_time()
+        served = heap_loop(customers)
+        best = max(best, served / max(time.process_time() - start, 1e-9))
+    return best
+
+
 def bench(
     servers: list[str] | None = None,
     duration_s: float = 10.0,
@@ -55,13 +114,14 @@ def bench(
     repeat: int = 1,
     profile: int = 0,
     profile_out: TextIO | None = None,
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     """Speed of each server's model: ``conns_per_cpu_s`` (best of ``repeat`` runs).
 
     ``profile`` > 0: also profile one more run per server and write its
     ``profile`` top functions by own time to ``profile_out`` (stderr).
     """
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    heap_speed = heap_loop_speed()
     for server in servers if servers is not None else list(SERVERS):
         fields: dict[str, Any] = {
             "server": server,
@@ -84,6 +144,9 @@ def bench(
                     "cpu_time_s": round(cpu, 3),
                     "conns_attempted": round(speed * cpu),
                     "simulated_s": duration_s,
+                    "heap_loop_ratio": round(speed / heap_speed, 3),
+                    "heap_loop_customers_per_cpu_s": round(heap_speed, 1),
+                    "hot_path": native.path_in_use(),
                 }
         assert best is not None
         out[server] = best
@@ -93,12 +156,30 @@ def bench(
 
 
 def write_profile(config: RunConfig, top: int, stream: TextIO) -> None:
-    """Run ``config`` under cProfile; write the ``top`` functions by own time."""
+    """Run ``config`` under cProfile; write the ``top`` functions by own time (from a
+    child process on the Python sources if this one runs the compiled hot path)."""
+    if native.is_compiled():
+        code = (
+            "import json, sys\n"
+            "from acceptsim.commands.bench import write_profile\n"
+            "from models.experiment import RunConfig\n"
+            "write_profile(RunConfig.from_dict(json.loads(sys.argv[1])), int(sys.argv[2]), "
+            "sys.stdout)\n"
+        )
+        child = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(config.to_dict()), str(top)],
+            env={**os.environ, native.PURE_ENV: "1"}, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        stream.write(child.stdout)
+        return
     profiler = cProfile.Profile()
     profiler.enable()
     simulate(config)
     profiler.disable()
-    stream.write(f"\n== profile: {config.server}, accept-limit {config.accept_limit} ==\n")
+    stream.write(
+        f"\n== profile: {config.server}, accept-limit {config.accept_limit} "
+        f"({native.path_in_use()}) ==\n"
+    )
     stats = pstats.Stats(profiler, stream=stream)
     stats.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(top)
 

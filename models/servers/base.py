@@ -19,11 +19,13 @@ and the policies read them from every server alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from models.connection import CLOSED, Connection
-from sim.cpu import INF
+from sim.cpu import INF, Task
 
 #: the CPU category of accept() calls, for every server
 ACCEPT = "accept"
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from sim.engine import Environment
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Server:
     """Base of the server models."""
 
@@ -60,7 +63,7 @@ class Server:
         self.client = client
         self.costs = costs
         self.params = params
-        self.policy = policy
+        self.policy: Any = policy  # a bound policy (models.policies.bind)
         self.open = 0  # connections held
         # integral of open connections over time = _open_sum + open * now
         # (minus each instant a connection was taken, plus each it was closed)
@@ -71,13 +74,15 @@ class Server:
 
     def start(self) -> None:
         """Take the listen socket's events and start the loop on the CPU."""
-        self.listen.app = self
+        self.listen.app = self  # type: ignore[assignment]
         self.cpu.start(self.run())
 
-    def run(self):  # type: ignore[no-untyped-def]
+    def run(self) -> Task:
         raise NotImplementedError
 
-    def accept_batch(self, listen: ListenSocket, taken: Callable[[Connection], Any]):  # type: ignore[no-untyped-def]
+    def accept_batch(
+        self, listen: ListenSocket, taken: Callable[[Connection], Any]
+    ) -> Generator[Any, None, int]:
         """One accept phase: accept() from ``listen`` up to the policy's accept-limit.
 
         Each call is a burst (``accept_s``); one that finds the queue empty costs

@@ -74,10 +74,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
-from sim.cpu import BLOCK, Cpu
+from sim.cpu import BLOCK, Cpu, Task
 from sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -93,6 +95,7 @@ WORK = "work"
 CATEGORIES = (SCHEDULE, ACCEPT, WORK)
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class KnotParams(Params):
     _prefix = "server."
@@ -155,7 +158,7 @@ class Knot(Server):
         self.switches = 0
         self.requests = 0
         self.listen_waits = 0  # waits for the listening socket that found it readable
-        self._static_limit = 0  # the policy's, if static (set when the loop starts)
+        self._static_limit = 0.0  # the policy's, if static (set when the loop starts)
         self.listen_blocks = 0  # ... that found it empty: the thread blocked on it
         self.failed_accepts = 0  # accept() calls that failed with EAGAIN
         self.conn_blocks = 0  # a thread blocked on its connection (waiting for data or EOF)
@@ -196,7 +199,7 @@ class Knot(Server):
         """Runnable threads, and threads whose descriptor is ready for the next poll."""
         return len(self.runq) + len(self.io_ready)
 
-    def run(self):  # type: ignore[no-untyped-def]
+    def run(self) -> Task:
         costs = self.costs
         runq = self.runq
         env = self.env
@@ -236,7 +239,7 @@ class Knot(Server):
             self.switches += 1
             yield from self._run_thread(th)
 
-    def _run_thread(self, th: _Thread):  # type: ignore[no-untyped-def]
+    def _run_thread(self, th: _Thread) -> Task:
         """Run ``th`` until it blocks (or, for a Knot-A connection thread, exits)."""
         costs = self.costs
         client = self.client

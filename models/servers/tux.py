@@ -56,10 +56,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
-from sim.cpu import BLOCK, INF, Cpu
+from sim.cpu import BLOCK, INF, Cpu, Task
 from sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ WORK = "work"
 CATEGORIES = (ACCEPT, WORK)
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class TuxParams(Params):
     _prefix = "server."
@@ -162,7 +165,7 @@ class Tux(Server):
     def listen_ready(self) -> bool:
         return bool(self.listen.accept_queue) and self.open < self.params.max_connections
 
-    def run(self):  # type: ignore[no-untyped-def]
+    def run(self) -> Task:
         costs = self.costs
         listen = self.listen
         client = self.client
@@ -208,7 +211,7 @@ class Tux(Server):
                     conn = pending.popleft()
                     conn.ready = False
                     items += 1
-                    state: _TuxConn = conn.server  # type: ignore[assignment]
+                    state = conn.server  # its _TuxConn
                     if state.send:
                         state.send = False
                         yield WORK, (

@@ -27,13 +27,16 @@ accept-limit inf; their plain select server is accept-limit 1.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from mypy_extensions import mypyc_attr
 
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import ACCEPT, Server
-from sim.cpu import BLOCK, INF, Cpu
+from sim.cpu import BLOCK, INF, Cpu, Task
 from sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ CATEGORIES = (GETEVENTS, ACCEPT, WORK)
 _EMPTY: list[Connection] = []
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class UserverParams(Params):
     _prefix = "server."
@@ -58,6 +62,7 @@ class UserverParams(Params):
     backlog: int = param(128, unit="connections", ge=1, doc="listen() backlog the server asks for")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Userver(Server):
     """The event-driven userver; runs as the task of the host's CPU."""
 
@@ -71,7 +76,7 @@ class Userver(Server):
         listen: ListenSocket,
         client: Client,
         costs: HostCosts,
-        params: UserverParams,
+        params: Any,  # UserverParams, or a subclass server's own
         policy: AcceptPolicy,
     ) -> None:
         super().__init__(env, cpu, listen, client, costs, params, policy)
@@ -102,7 +107,7 @@ class Userver(Server):
         """Would getevents report the listening socket readable?"""
         return bool(self.listen.accept_queue) and self.open < self.params.max_connections
 
-    def getevents(self):  # type: ignore[no-untyped-def]
+    def getevents(self) -> Generator[Any, None, list[Connection]]:
         """Phase 1, ``select()``: scan every descriptor; sleep and rescan if none is ready.
 
         Returns the connections reported ready, in the order they became so.
@@ -129,7 +134,7 @@ class Userver(Server):
         """Connections select() reported ready and not yet served, plus those ready since."""
         return len(self._batch) + len(self.ready)
 
-    def run(self):  # type: ignore[no-untyped-def]
+    def run(self) -> Task:
         costs = self.costs
         listen = self.listen
         accept_queue = listen.accept_queue

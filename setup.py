@@ -1,0 +1,94 @@
+"""Build acceptsim; compile its simulation hot path with mypyc where a C compiler is present.
+
+Everything else about the package is declared in ``pyproject.toml``.  The
+modules compiled are listed in ``sim/native.py`` (``COMPILED``).  Without a
+working C compiler, or with ``ACCEPTSIM_PURE_PYTHON=1`` set while installing,
+the install still succeeds and the Python sources run (``acceptsim --version``
+says which path is in use).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+def compiled_modules() -> list[str]:
+    """``COMPILED`` of sim/native.py, read without importing the package."""
+    tree = ast.parse((ROOT / "sim" / "native.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets
+        ):
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError("sim/native.py defines no COMPILED")
+
+
+def c_compiler_works() -> bool:
+    """Can this machine build a Python extension?  (Compile one small C file.)"""
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "probe.c"
+        source.write_text("#include <Python.h>\nint probe(void) { return 0; }\n")
+        try:
+            from sysconfig import get_paths
+
+            compiler.compile([str(source)], output_dir=tmp, include_dirs=[get_paths()["include"]])
+        except Exception:  # noqa: BLE001 (any failure means: no usable compiler)
+            return False
+    return True
+
+
+def write_manifest(directory: Path) -> None:
+    """Record each compiled module's source digest beside the build (``sim.native`` compares
+    them with the sources at import: an edited source is never run from an older build)."""
+    sys.path.insert(0, str(ROOT / "sim"))
+    try:
+        import native  # sim/native.py, standard library only
+    finally:
+        sys.path.pop(0)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / native.MANIFEST).write_text(native.manifest_text(ROOT))
+
+
+class BuildExt(build_ext):
+    """setuptools' build_ext, plus the compiled modules' manifest when it built any."""
+
+    def run(self) -> None:
+        super().run()
+        if self.extensions:
+            write_manifest(ROOT / "sim")  # in place (editable installs, a checkout)
+            write_manifest(Path(self.build_lib) / "sim")  # in the wheel
+
+
+def ext_modules() -> list[object]:
+    if os.environ.get("ACCEPTSIM_PURE_PYTHON", "") == "1":
+        print("acceptsim: ACCEPTSIM_PURE_PYTHON=1: not compiling the hot path", file=sys.stderr)
+        return []
+    if not c_compiler_works():
+        print(
+            "acceptsim: no working C compiler: installing the pure-Python hot path "
+            "(correct, about half as fast)",
+            file=sys.stderr,
+        )
+        return []
+    from mypyc.build import mypycify
+
+    # the other modules are type-checked only as far as the compiled ones use them
+    options = ["--follow-imports=silent"]
+    return mypycify(options + compiled_modules(), opt_level="3", group_name="acceptsim_hot")
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_ext": BuildExt})

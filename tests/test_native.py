@@ -1,0 +1,129 @@
+"""The compiled hot path (mypyc) and its Python sources give identical results.
+
+Each way runs in its own process (the choice is made at import: :mod:`sim.native`)
+over a reference set: every server with both paper workloads in overload, plus
+policies, a CPU quota and the modern kernel profile.  Records are compared
+field by field, bit for bit, except the simulator's own CPU-time figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from models.experiment import SERVERS
+from sim import native
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: fields that measure the simulator, not the model
+TIMING_FIELDS = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
+
+#: CI sets this so that a build that silently fell back to Python fails the run
+REQUIRE_ENV = "ACCEPTSIM_REQUIRE_COMPILED"
+
+
+def reference_set() -> list[dict[str, object]]:
+    base = {"rate_per_s": 24000.0, "duration_s": 1.0, "warmup_s": 0.25, "seed": 3}
+    out: list[dict[str, object]] = []
+    for server in SERVERS:
+        for workload in ("one-packet", "specweb99"):
+            rate = 24000.0 if workload == "one-packet" else 4000.0
+            out.append({**base, "server": server, "workload": workload, "rate_per_s": rate})
+    out += [
+        {**base, "server": "userver", "accept_limit": "inf"},
+        {**base, "server": "tux", "accept_limit": "inf"},
+        {**base, "server": "knot", "accept_limit": 50},
+        {**base, "server": "userver", "policy": "hill-climb"},
+        {**base, "server": "userver", "cpu_quota": 0.5, "cpu_period_s": 0.01},
+        {**base, "server": "userver", "kernel": "linux-modern", "accept_limit": 10},
+    ]
+    return out
+
+
+CHILD = """
+import json, sys
+from models.experiment import RunConfig, simulate
+from sim import native
+out = {"path": native.path_in_use(), "records": []}
+for fields in json.loads(sys.argv[1]):
+    record = simulate(RunConfig.from_dict(fields))
+    for name in json.loads(sys.argv[2]):
+        record.pop(name, None)
+    out["records"].append(record)
+print(json.dumps(out, default=repr))
+"""
+
+
+def run_set(pure: bool, points: list[dict[str, object]]) -> dict[str, object]:
+    env = {**os.environ, native.PURE_ENV: "1" if pure else "0"}
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(points), json.dumps(TIMING_FIELDS)],
+        env=env, cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(child.stdout)
+
+
+def test_ci_runs_the_compiled_build() -> None:
+    if os.environ.get(REQUIRE_ENV) != "1":
+        pytest.skip(f"{REQUIRE_ENV} not set (CI sets it)")
+    assert native.is_compiled(), native.path_in_use()
+
+
+def test_compiled_and_python_sources_give_identical_results() -> None:
+    if not native.is_compiled():
+        pytest.skip(f"the compiled hot path is not in use: {native.path_in_use()}")
+    points = reference_set()
+    compiled = run_set(pure=False, points=points)
+    python = run_set(pure=True, points=points)
+    assert compiled["path"] == "compiled (mypyc)"
+    assert str(python["path"]).startswith("pure Python")
+    for fields, a, b in zip(points, compiled["records"], python["records"], strict=True):
+        assert a == b, f"compiled and Python results differ for {fields}: " + str(
+            {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
+        )
+
+
+def test_pure_python_switch_loads_the_sources() -> None:
+    code = "import sim.engine, models.kernel; print(sim.engine.__file__, models.kernel.__file__)"
+    env = {**os.environ, native.PURE_ENV: "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert all(path.endswith(".py") for path in out), out
+
+
+def test_a_source_edited_since_the_build_runs_from_source() -> None:
+    """A source that differs from the one compiled must not run as the old build."""
+    if not native.is_compiled():
+        pytest.skip("no compiled build to make stale")
+    manifest = ROOT / "sim" / native.MANIFEST
+    recorded = manifest.read_text()
+    digests = json.loads(recorded)
+    digests["sim/cpu.py"] = "0" * 64  # as if sim/cpu.py had been edited after the build
+    try:
+        manifest.write_text(json.dumps(digests))
+        code = "from sim import native; print(native.path_in_use())"
+        child = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            env={**os.environ, native.PURE_ENV: "0"},
+        )  # fmt: skip
+    finally:
+        manifest.write_text(recorded)
+    assert "older than its sources" in child.stdout and "sim/cpu.py" in child.stdout
+    assert "pure-Python hot path" in child.stderr  # warned
+
+
+def test_version_names_the_hot_path_in_use() -> None:
+    for pure, expected in (("1", "pure Python"), ("0", native.path_in_use())):
+        out = subprocess.run(
+            [sys.executable, "-m", "acceptsim.cli", "--version"], capture_output=True, text=True,
+            env={**os.environ, native.PURE_ENV: pure},
+        )  # fmt: skip
+        assert out.returncode == 0 and out.stdout.startswith("acceptsim "), out
+        assert f"hot path: {expected}" in out.stdout
