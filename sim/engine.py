@@ -264,6 +264,12 @@ class Environment(simpy.Environment):
         lane_cls = TimerLane
         eid = self._eid
         block = BLOCK
+        # declared types (the compiled build keeps these unboxed; no cost in Python)
+        t: float
+        cost: float
+        line: DelayLine
+        recurring: Recurring
+        call: Call
         while True:
             try:
                 t = queue[0][0]
@@ -295,23 +301,26 @@ class Environment(simpy.Environment):
             event: Any = queue[0][3]
             if type(event) is line_cls:  # DelayLine.fire, inlined
                 self._now = t
-                lq = event.queue
+                line = event
+                lq = line.queue
                 _, fn, value = lq.popleft()
                 if lq:  # the line's next head takes its place: one sift, not two
-                    heapreplace(queue, (lq[0][0], NORMAL, next(eid), event))
+                    heapreplace(queue, (lq[0][0], NORMAL, next(eid), line))
                 else:
                     heappop(queue)
                 fn(value)
                 continue
             if type(event) is recurring_cls:  # its next entry replaces this one
                 self._now = t
-                heapreplace(queue, (t + event.gap(), NORMAL, next(eid), event))
-                event.fn(event.value)
+                recurring = event
+                heapreplace(queue, (t + recurring.gap(), NORMAL, next(eid), recurring))
+                recurring.fn(recurring.value)
                 continue
             self._now, _, _, event = heappop(queue)
             cls = type(event)
             if cls is call_cls:
-                event.fn(event.value)
+                call = event
+                call.fn(call.value)
                 continue
             if cls is lane_cls:
                 event.fire()
