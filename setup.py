@@ -67,10 +67,23 @@ class BuildExt(build_ext):
     """setuptools' build_ext, plus the compiled modules' manifest when it built any."""
 
     def run(self) -> None:
-        super().run()
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 (a compiler error: install the Python path)
+            print(f"acceptsim: compiling the hot path failed ({exc!r}): installing the "
+                  "pure-Python hot path", file=sys.stderr)
+            self.remove_outputs()
+            return
         if self.extensions:
             write_manifest(ROOT / "sim")  # in place (editable installs, a checkout)
             write_manifest(Path(self.build_lib) / "sim")  # in the wheel
+
+    def remove_outputs(self) -> None:
+        """Remove what a failed build left: a partial build must not be imported."""
+        for ext in self.extensions:
+            for base in (Path(self.build_lib), ROOT):
+                (base / self.get_ext_filename(ext.name)).unlink(missing_ok=True)
+        self.extensions = []
 
 
 def ext_modules() -> list[object]:
@@ -84,11 +97,16 @@ def ext_modules() -> list[object]:
             file=sys.stderr,
         )
         return []
-    from mypyc.build import mypycify
-
     # the other modules are type-checked only as far as the compiled ones use them
     options = ["--follow-imports=silent"]
-    return mypycify(options + compiled_modules(), opt_level="3", group_name="acceptsim_hot")
+    try:
+        from mypyc.build import mypycify
+
+        return mypycify(options + compiled_modules(), opt_level="3", group_name="acceptsim_hot")
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (mypyc exits on a type error)
+        print(f"acceptsim: mypyc could not compile the hot path ({exc!r}): installing the "
+              "pure-Python hot path", file=sys.stderr)
+        return []
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": BuildExt})
