@@ -108,6 +108,7 @@ class Client:
         """``costs``: the testbed's parameter set, for its client machines' event-loop
         costs (``client_*``); without it the clients react at once."""
         self.env = env
+        self.clock = env.clock
         self.params = params
         self.profile = profile
         self.streams = streams  # a server may start a client stream of its own from the same run
@@ -202,7 +203,7 @@ class Client:
 
     def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server."""
-        started = self.env._now - self.owd
+        started = self.clock.now - self.owd
         conn = Connection(self._next_id, started, started + self.timeout)
         self._next_id += 1
         if started >= self.window_start:
@@ -239,7 +240,7 @@ class Client:
         """
         scan = self._loop_base + self._loop_per_socket * len(self.live)
         delay = scan * (1.0 + self._phase())
-        if self.env._now >= self.window_start:
+        if self.clock.now >= self.window_start:
             self.reaction_delays += delay
             self.reactions += 1
         return delay
@@ -247,7 +248,7 @@ class Client:
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
         env = self.env
-        connected = env._now + self.owd
+        connected = self.clock.now + self.owd
         if self._fixed_left is not None:  # every connection alike
             conn.requests_left = self._fixed_left
             conn.reply_bytes = self._fixed_bytes
@@ -282,7 +283,7 @@ class Client:
         if conn.state != SYN_RECV:  # acknowledged, reset or expired
             return
         profile = self.profile
-        now = self.env._now
+        now = self.clock.now
         closed = now - self.owd >= conn.deadline
         limit = profile.orphan_retries if closed else profile.retries2
         if conn.data_rtx >= limit:
@@ -298,13 +299,13 @@ class Client:
     # -- replies ------------------------------------------------------------------
     def check_client_gone(self, conn: Connection) -> None:
         """The server touches ``conn``: if the client's FIN has arrived by now, say so."""
-        if not conn.eof and self.env._now >= conn.deadline + self.owd:
+        if not conn.eof and self.clock.now >= conn.deadline + self.owd:
             self._kernel_fin(conn)
 
     def reply(self, conn: Connection) -> None:
         """The server has just written the whole reply to the current request."""
         env = self.env
-        now = env._now
+        now = self.clock.now
         received = now + self.owd
         if received > conn.deadline or conn.outcome is not None:
             self.wasted_replies += 1

@@ -150,6 +150,7 @@ class ListenSocket:
         client: ClientSide,
     ) -> None:
         self.env = env
+        self.clock = env.clock
         self.cpu = cpu
         self.costs = costs
         self.profile = profile
@@ -161,6 +162,9 @@ class ListenSocket:
         self.on_queued: Callable[[Connection], None] | None = None
         self.syn_capacity = profile.syn_queue_capacity(self.backlog)
         self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
+        # per-packet costs, read once (every packet charges one of them)
+        self._rx_cost = costs.rx_segment_s
+        self._child_cost = costs.child_socket_s
         self._two_segments = 2 * costs.rx_segment_s
         self._fin_cost = costs.rx_segment_s + costs.tx_segment_s  # FIN in, its ACK out
         self._syn_cost = costs.rx_segment_s + costs.syn_queue_s  # SYN in, request queued
@@ -204,7 +208,7 @@ class ListenSocket:
             return self._drop_syn(conn)
         self.cpu.interrupt(self._syn_cost)
         conn.state = SYN_RECV
-        conn.synq_at = self.env._now
+        conn.synq_at = self.clock.now
         if cookie:
             self.cookies_sent += 1
         else:
@@ -217,7 +221,7 @@ class ListenSocket:
         self.client.syn_ack(conn)
 
     def _drop_syn(self, conn: Connection) -> None:
-        self.cpu.interrupt(self.costs.rx_segment_s)
+        self.cpu.interrupt(self._rx_cost)
         conn.state = SYN_SENT
         self.client.syn_dropped(conn)
 
@@ -232,7 +236,7 @@ class ListenSocket:
         the client application has not written its request yet (see
         :meth:`first_request`).  Like any segment of an open request, it tries the
         move into the accept queue; the connection then has nothing to read."""
-        self.cpu.interrupt(self.costs.rx_segment_s)
+        self.cpu.interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn, data=False)
 
@@ -243,7 +247,7 @@ class ListenSocket:
         move (and, if it overflows too, the client will retransmit it); otherwise
         it is data for an established connection.
         """
-        self.cpu.interrupt(self.costs.rx_segment_s)
+        self.cpu.interrupt(self._rx_cost)
         state = conn.state
         if state == SYN_RECV:
             self._move_to_accept_queue(conn)
@@ -254,7 +258,7 @@ class ListenSocket:
 
     def retransmitted_segment(self, conn: Connection) -> None:
         """A retransmission of the client's request (after a ListenOverflow)."""
-        self.cpu.interrupt(self.costs.rx_segment_s)
+        self.cpu.interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
@@ -274,7 +278,7 @@ class ListenSocket:
                 conn.request_unacked = True  # the client's retransmission timer runs
                 self.client.request_unacknowledged(conn)
             return
-        self.cpu.interrupt(self.costs.child_socket_s)
+        self.cpu.interrupt(self._child_cost)
         if not conn.cookie:  # self._unlink_request(conn), inline
             self.syn_len -= 1
             if conn.young:
@@ -345,7 +349,7 @@ class ListenSocket:
 
     def request_arrives(self, conn: Connection) -> None:
         """A further request on a persistent connection arrives."""
-        self.cpu.interrupt(self.costs.rx_segment_s)
+        self.cpu.interrupt(self._rx_cost)
         conn.pending += 1
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)

@@ -67,6 +67,7 @@ class Cpu:
 
     def __init__(self, env: Environment, categories: Iterable[str]) -> None:
         self.env = env
+        self.clock = env.clock
         #: instant at which the kernel's backlog of charged work is done
         self.kernel_free_at = env.now
         self.kernel_time = 0.0
@@ -92,7 +93,7 @@ class Cpu:
     # -- kernel side ------------------------------------------------------
     def interrupt(self, cost: float) -> None:
         """Charge ``cost`` seconds of kernel work at the current instant."""
-        now = self.env._now
+        now = self.clock.now
         free = self.kernel_free_at
         self.kernel_free_at = (free if free > now else now) + cost
         self.kernel_time += cost
@@ -119,7 +120,7 @@ class Cpu:
         if self.task_end == INF and self._task is not None:
             if self.bandwidth is not None and self.bandwidth.hold_wake():
                 return
-            now = self.env._now
+            now = self.clock.now
             free = self.kernel_free_at
             self._category = None
             self.task_end = free if free > now else now

@@ -47,6 +47,17 @@ if TYPE_CHECKING:
 NORMAL = 1
 
 
+class Clock:
+    """The simulated time, held by a small object of its own: the compiled models read
+    ``clock.now`` as a native field, where ``env._now`` is a look-up in a Python object's
+    dictionary.  The environment keeps the two equal (it sets both at every event)."""
+
+    __slots__ = ("now",)
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+
 class Call:
     """A scheduled plain callback ``fn(value)``; lighter than a SimPy event."""
 
@@ -93,7 +104,7 @@ class DelayLine:
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
         env = self.env
-        at = env._now + self.delay
+        at = env.clock.now + self.delay
         if not self.queue:
             # the line itself is its head's entry on the heap
             heappush(env._queue, (at, NORMAL, next(env._eid), self))  # type: ignore[misc]
@@ -131,7 +142,7 @@ class TimerLane:
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at the instant :meth:`Environment.call_at` would."""
         env = self.env
-        now = env._now
+        now = env.clock.now
         delay = at - now
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
@@ -161,6 +172,8 @@ class Environment(simpy.Environment):
 
     def __init__(self, initial_time: float = 0.0) -> None:
         super().__init__(initial_time)
+        #: the current time, as :attr:`now` (kept equal to it: read it, never set it)
+        self.clock = Clock(float(initial_time))
         self.cpu: Cpu | None = None
         self._lines: dict[float, DelayLine] = {}
 
@@ -214,6 +227,7 @@ class Environment(simpy.Environment):
             self._now, _, _, event = heappop(self._queue)
         except IndexError:
             raise EmptySchedule() from None
+        self.clock.now = self._now
         if event.__class__ is Call:
             event.fn(event.value)
             return
@@ -263,6 +277,7 @@ class Environment(simpy.Environment):
         recurring_cls = Recurring
         lane_cls = TimerLane
         eid = self._eid
+        clock = self.clock
         block = BLOCK
         # declared types (the compiled build keeps these unboxed; no cost in Python)
         t: float
@@ -279,7 +294,7 @@ class Environment(simpy.Environment):
             if task_end <= t and task_end <= at:
                 # the task's burst ends first: run it to its next yield, and
                 # start its next burst when the kernel's backlog is done
-                self._now = task_end
+                self._now = clock.now = task_end
                 try:
                     item = next(cpu._task)  # type: ignore[arg-type]
                 except StopIteration:
@@ -296,11 +311,11 @@ class Environment(simpy.Environment):
                 cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
             if t > at:
-                self._now = at
+                self._now = clock.now = at
                 return None
             event: Any = queue[0][3]
             if type(event) is line_cls:  # DelayLine.fire, inlined
-                self._now = t
+                self._now = clock.now = t
                 line = event
                 lq = line.queue
                 _, fn, value = lq.popleft()
@@ -311,12 +326,13 @@ class Environment(simpy.Environment):
                 fn(value)
                 continue
             if type(event) is recurring_cls:  # its next entry replaces this one
-                self._now = t
+                self._now = clock.now = t
                 recurring = event
                 heapreplace(queue, (t + recurring.gap(), NORMAL, next(eid), recurring))
                 recurring.fn(recurring.value)
                 continue
-            self._now, _, _, event = heappop(queue)
+            heappop(queue)  # the entry read above
+            self._now = clock.now = t
             cls = type(event)
             if cls is call_cls:
                 call = event

@@ -58,6 +58,7 @@ class Server:
         policy: AcceptPolicy,
     ) -> None:
         self.env = env
+        self.clock = env.clock
         self.cpu = cpu
         self.listen = listen
         self.client = client
@@ -107,12 +108,12 @@ class Server:
     def hold(self, conn: Connection) -> None:
         """The server now holds ``conn`` (it accepted it)."""
         self.open += 1
-        self._open_sum -= self.env._now
+        self._open_sum -= self.clock.now
 
     def release(self, conn: Connection) -> None:
         """The server has closed ``conn``."""
         self.open -= 1
-        self._open_sum += self.env._now
+        self._open_sum += self.clock.now
         conn.state = CLOSED
 
     def open_area(self) -> float:

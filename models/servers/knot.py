@@ -202,7 +202,7 @@ class Knot(Server):
     def run(self) -> Task:
         costs = self.costs
         runq = self.runq
-        env = self.env
+        clock = self.clock
         ends_at = INF  # end of the current work phase (the policy's budget)
         policy = self.policy
         # a static policy's accept_limit() and a work_budget() that never bounds,
@@ -210,7 +210,7 @@ class Knot(Server):
         self._static_limit = getattr(policy, "static_limit", 0)  # a bound policy's
         bounded_work = getattr(policy, "bounds_work", True)
         while True:
-            if not runq or env._now >= ends_at:
+            if not runq or clock.now >= ends_at:
                 if not runq and not self.io_ready and not (
                     self.accept_waiters and self._listen_ready()
                 ):
@@ -232,7 +232,7 @@ class Knot(Server):
                         th.listen_ready = True
                         runq.append(th)
                 # a work phase: the runnable threads run until none is left or the budget ends
-                ends_at = env._now + policy.work_budget(self) if bounded_work else INF
+                ends_at = clock.now + policy.work_budget(self) if bounded_work else INF
                 continue
             th = runq.popleft()
             yield SCHEDULE, costs.knot_thread_switch_s
@@ -322,7 +322,7 @@ class Knot(Server):
             return
 
     def _account(self) -> None:
-        now = self.env._now
+        now = self.clock.now
         dt = now - self._since
         self._open_area += self.open * dt
         self._busy_area += self.busy * dt

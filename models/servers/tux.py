@@ -171,7 +171,11 @@ class Tux(Server):
         client = self.client
         pending = self.work_pending
         per_byte = costs.send_per_byte_s
-        env = self.env
+        send_s = costs.tux_send_s
+        request_s = costs.tux_request_s
+        close_s = costs.tux_close_s
+        accept_s = costs.tux_accept_s
+        clock = self.clock
         policy = self.policy
         # a static policy's accept_limit() and a work_budget() that never bounds,
         # without the calls (the same values)
@@ -193,7 +197,7 @@ class Tux(Server):
                         if conn is None:
                             break
                         conn.server = _TuxConn()
-                        yield ACCEPT, costs.tux_accept_s + self._touch(conn)
+                        yield ACCEPT, accept_s + self._touch(conn)
                         accepted += 1
                         self._opened(conn)
                     self.accept_phases += 1
@@ -205,9 +209,9 @@ class Tux(Server):
             # 2. work: every item, including those queued while the phase runs,
             #    unless the policy's time budget for the phase runs out first
             if pending:
-                ends_at = env._now + policy.work_budget(self) if bounded_work else INF
+                ends_at = clock.now + policy.work_budget(self) if bounded_work else INF
                 items = 0
-                while pending and env._now < ends_at:
+                while pending and clock.now < ends_at:
                     conn = pending.popleft()
                     conn.ready = False
                     items += 1
@@ -215,7 +219,7 @@ class Tux(Server):
                     if state.send:
                         state.send = False
                         yield WORK, (
-                            costs.tux_send_s + per_byte * conn.reply_bytes + self._touch(conn)
+                            send_s + per_byte * conn.reply_bytes + self._touch(conn)
                         )
                         client.reply(conn)
                         if conn.pending or conn.eof:
@@ -223,11 +227,11 @@ class Tux(Server):
                     elif conn.pending:
                         client.check_client_gone(conn)
                         conn.pending -= 1
-                        yield WORK, costs.tux_request_s + self._touch(conn)
+                        yield WORK, request_s + self._touch(conn)
                         state.send = True
                         self.readable(conn)
                     elif conn.eof:
-                        yield WORK, costs.tux_close_s + self._touch(conn)
+                        yield WORK, close_s + self._touch(conn)
                         self._closed(conn)
                 self.work_phases += 1
                 self.items_worked += items
@@ -252,7 +256,7 @@ class Tux(Server):
         conn.state = CLOSED
 
     def _account_open(self) -> None:
-        now = self.env._now
+        now = self.clock.now
         self._open_area += self.open * (now - self._open_since)
         self._open_since = now
 

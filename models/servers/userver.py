@@ -140,7 +140,7 @@ class Userver(Server):
         accept_queue = listen.accept_queue
         max_open = self.params.max_connections
         client = self.client
-        env = self.env
+        clock = self.clock
         accept_cost = costs.accept_s + self.opened()
         policy = self.policy
         # The hot path's own calls, inline where a subclass does not redefine them:
@@ -157,6 +157,10 @@ class Userver(Server):
         plain_hold = cls.hold is Server.hold and cls.release is Server.release
         select_base = costs.select_base_s
         select_per_fd = costs.select_per_fd_s
+        accept_empty = costs.accept_empty_s
+        request_s = costs.request_s
+        per_byte = costs.send_per_byte_s
+        close_s = costs.close_s
         static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
         bounded_work = getattr(policy, "bounds_work", True)
         while True:
@@ -180,13 +184,13 @@ class Userver(Server):
                     while accepted < limit and self.open < max_open:
                         conn = listen.accept()
                         if conn is None:
-                            yield ACCEPT, costs.accept_empty_s
+                            yield ACCEPT, accept_empty
                             break
                         yield ACCEPT, accept_cost
                         accepted += 1
                         if plain_hold:
                             self.open += 1  # self.hold(conn), inline
-                            self._open_sum -= env._now
+                            self._open_sum -= clock.now
                         else:
                             self.hold(conn)
                         if conn.pending or conn.eof:
@@ -199,29 +203,29 @@ class Userver(Server):
                     self.accepts += accepted
             # 3. work, until done or the policy's time budget for the phase is spent
             if ready:
-                ends_at = env._now + policy.work_budget(self) if bounded_work else INF
+                ends_at = clock.now + policy.work_budget(self) if bounded_work else INF
                 n = len(ready)
                 i = 0
                 while i < n:
-                    if env._now >= ends_at:  # the rest stays ready for the next select()
+                    if clock.now >= ends_at:  # the rest stays ready for the next select()
                         self.ready[:0] = ready[i:]
                         break
                     conn = ready[i]
                     i += 1
                     conn.ready = False
                     if conn.pending:
-                        if not conn.eof and env._now >= conn.deadline + client.owd:
+                        if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
-                        yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
+                        yield WORK, request_s + per_byte * conn.reply_bytes
                         client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     elif conn.eof:
-                        yield WORK, costs.close_s
+                        yield WORK, close_s
                         if plain_hold:
                             self.open -= 1  # self.release(conn), inline
-                            self._open_sum += env._now
+                            self._open_sum += clock.now
                             conn.state = CLOSED
                         else:
                             self.release(conn)
