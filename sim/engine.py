@@ -36,7 +36,7 @@ from heapq import heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any
 
 import simpy
-from simpy.core import EmptySchedule, Infinity
+from simpy.core import EmptySchedule, Infinity, StopSimulation
 
 from sim.cpu import BLOCK
 
@@ -245,12 +245,16 @@ class Environment(simpy.Environment):
             raise event._value
 
     def run(self, until: float | simpy.Event | None = None) -> Any:
-        """Run until the absolute time ``until`` (a number).
+        """Run until the absolute time ``until`` (a number), until the event ``until`` has
+        been processed (returning its value), or with ``None`` until nothing is left to do,
+        as SimPy's ``run``; the CPU's task runs between events in every case.
 
-        Without a CPU, or with an event to wait for, this is SimPy's ``run``.
+        Without a CPU this is SimPy's ``run``.
         """
-        if self.cpu is None or until is None or isinstance(until, simpy.Event):
+        if self.cpu is None:
             return super().run(until)
+        if until is None or isinstance(until, simpy.Event):
+            return self._run_to_event(until)
         at = float(until)
         if at < self._now:
             raise ValueError(f"until={at} lies before the current time {self._now}")
@@ -265,6 +269,27 @@ class Environment(simpy.Environment):
         finally:
             if collecting:
                 gc.enable()
+
+    def _run_to_event(self, until: simpy.Event | None) -> Any:
+        """:meth:`run` until the event ``until`` is processed, or while anything is left."""
+        if until is not None:
+            if until.processed:
+                return until.value
+            until.callbacks.append(StopSimulation.callback)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._run_until(Infinity)
+        except StopSimulation as stop:
+            return stop.args[0]
+        finally:
+            if collecting:
+                gc.enable()
+        if until is not None:
+            raise RuntimeError(
+                f'No scheduled events left but "until" event was not triggered: {until}'
+            )
+        return None
 
     def _run_until(self, at: float) -> None:
         """The event loop of :meth:`run`, with the CPU's task advanced between events."""
@@ -290,6 +315,8 @@ class Environment(simpy.Environment):
                 t = queue[0][0]
             except IndexError:  # no event left
                 t = Infinity
+                if cpu.task_end == Infinity and at == Infinity:
+                    return None  # and the task sleeps: nothing will happen any more
             task_end = cpu.task_end
             if task_end <= t and task_end <= at:
                 # the task's burst ends first: run it to its next yield, and

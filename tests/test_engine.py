@@ -205,3 +205,40 @@ def test_a_recurring_call_rejects_a_negative_first_delay() -> None:
     env = Environment()
     with pytest.raises(ValueError, match="negative delay"):
         env.call_recurring(-1.0, lambda: 1.0, print)
+
+
+def _five_seconds_of_work(env: Environment, cpu: Cpu, ends: list[float]):  # type: ignore[no-untyped-def]
+    for _ in range(5):
+        yield "work", 1.0
+    ends.append(env.now)
+
+
+def test_run_until_an_event_runs_the_cpu_and_returns_its_value() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    ends: list[float] = []
+    cpu.start(_five_seconds_of_work(env, cpu, ends))
+    done = env.timeout(7.5, value="seven and a half")
+    assert env.run(until=done) == "seven and a half"
+    assert env.now == 7.5 and ends == [5.0]
+    assert cpu.usage()["work"] == pytest.approx(5.0)  # not 0: the task ran
+    assert env.run(until=done) == "seven and a half"  # already processed: at once
+
+
+def test_run_without_until_runs_the_cpu_until_nothing_is_left() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    ends: list[float] = []
+    cpu.start(_five_seconds_of_work(env, cpu, ends))
+    env.call_at(2.0, lambda _: cpu.interrupt(0.5))
+    assert env.run() is None
+    assert ends == [5.5] and cpu.usage()["kernel"] == pytest.approx(0.5)
+
+
+def test_run_until_an_event_that_never_comes_says_so() -> None:
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    cpu.start(_five_seconds_of_work(env, cpu, []))
+    with pytest.raises(RuntimeError, match="was not triggered"):
+        env.run(until=env.event())
+    assert env.now == 5.0
