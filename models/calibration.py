@@ -6,6 +6,7 @@ Usage::
     python -m models.calibration tux     [--maxfev 12] [--write]
     python -m models.calibration knot    [--maxfev 12] [--write]
     python -m models.calibration specweb [--write]
+    python -m models.calibration joint-cluster1 [--maxfev 26] [--check] [--write]
 
 A candidate parameter vector is scored by simulating the paper's one-packet
 runs (the same run length, warm-up and seed as the scenarios, so the fit is
@@ -25,6 +26,14 @@ target requests/s" (brief, section 7): the ratio of the two reply rates,
 averaged over a few seeds, is a monotone function of the think time (idle
 open connections make every ``select()`` dearer, and limit 1 pays one select
 per accepted connection), so it is solved with ``scipy.optimize.brentq``.
+
+``joint-cluster1`` fits several cluster-1 cost fields (httperf's per-socket
+loop cost, the kernel's per-segment receive cost, the userver's and TUX's
+per-request costs) to the cluster's peaks and its overload numbers together:
+Nelder-Mead on the sum of squared errors, each in units of its band of brief
+section 7 (rates 10%, ratios 8%): a target whose error lies within +-1 is
+within its band.  Peaks use the runs of the scenarios that report them,
+overload numbers the paper's two-minute runs.
 """
 
 from __future__ import annotations
@@ -185,6 +194,139 @@ OVERLOAD_PROBLEMS = {
         "drops are +18% but replies +23% and the 21,000/s ratio -22%)",
     ),
 }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PeakTarget:
+    """A peak of brief section 7: the best reply rate over a grid of target rates,
+    each a run of ``duration_s`` (the protocol of the scenario that reports it)."""
+
+    name: str
+    what: str
+    server: str
+    accept_limit: float
+    paper: float
+    rates_per_s: tuple[float, ...]
+    duration_s: float
+    warmup_s: float
+
+
+#: the cluster-1 peaks, with the rates around them of the scenarios that report them
+CLUSTER1_PEAKS = (
+    PeakTarget("userver_1_peak", "userver peak reply rate, accept-limit 1", "userver", 1,
+               19500, (18000, 20000, 21000, 22000), 30.0, 0.0),
+    PeakTarget("userver_10_peak", "userver peak reply rate, accept-limit 10", "userver", 10,
+               22000, (21000, 22000, 24000), 30.0, 0.0),
+    PeakTarget("tux_1_peak", "TUX peak reply rate, accept-limit 1", "tux", 1, 22998,
+               (22000, 23000, 24000), 8.0, 3.0),
+    PeakTarget("tux_inf_peak", "TUX peak reply rate, accept-limit inf", "tux", math.inf, 20194,
+               (20000, 21000, 22000), 8.0, 3.0),
+)  # fmt: skip
+
+#: relative bands of brief section 7's "done": rates within 10%, ratios within 8%
+RATE_BAND = 0.10
+RATIO_BAND = 0.08
+
+
+@dataclass(frozen=True)
+class JointProblem:
+    """Fit several cost fields of one parameter set to its peaks and its overload targets
+    together (Nelder-Mead on the sum of squared errors, each in units of its band)."""
+
+    name: str
+    costs: str
+    fields: tuple[str, ...]
+    peaks: tuple[PeakTarget, ...]
+    overload: tuple[str, ...]  # names in OVERLOAD_TARGETS
+    what: str
+
+
+JOINT_PROBLEMS = {
+    "joint-cluster1": JointProblem(
+        "joint-cluster1", "cluster1",
+        ("client_poll_per_socket_s", "rx_segment_s", "request_s", "tux_request_s"),
+        CLUSTER1_PEAKS,
+        tuple(t.name for t in OVERLOAD_TARGETS if t.costs == "cluster1"),
+        "cluster 1 (userver, TUX): httperf's per-socket loop cost, the kernel's per-segment "
+        "receive cost and the two servers' per-request costs, fitted to the peaks and the "
+        "overload numbers of brief section 7 together",
+    ),
+}  # fmt: skip
+
+
+def joint_values(problem: JointProblem, costs: HostCosts, jobs: int | None = None
+                 ) -> tuple[list[float], list[float]]:
+    """(peak values, overload values) of ``costs``, all runs in one parallel batch."""
+    overload = [t for t in OVERLOAD_TARGETS if t.name in problem.overload]
+    o_points = overload_points(overload, {**PARAMETER_SETS, problem.costs: costs})
+    p_points = [
+        {"server": t.server, "accept_limit": t.accept_limit, "rate_per_s": float(rate),
+         "duration_s": t.duration_s, "warmup_s": t.warmup_s, "seed": 1, "costs": costs}
+        for t in problem.peaks for rate in t.rates_per_s
+    ]  # fmt: skip
+    # the long runs first, so that the two workers finish together
+    records = run_many(_run, o_points + p_points, jobs=jobs, progress=False)
+    o_values = values_from(overload, o_points, records[: len(o_points)])
+    peaks, i = [], len(o_points)
+    for t in problem.peaks:
+        n = len(t.rates_per_s)
+        peaks.append(max(r["reply_rate_per_s"] for r in records[i : i + n]))
+        i += n
+    return peaks, o_values
+
+
+def band_errors(problem: JointProblem, peaks: Sequence[float], overload: Sequence[float]
+                ) -> list[float]:
+    """Each target's relative error in units of its band (|e| <= 1: within it)."""
+    targets = [t for t in OVERLOAD_TARGETS if t.name in problem.overload]
+    out = [(v - t.paper) / t.paper / RATE_BAND for v, t in zip(peaks, problem.peaks, strict=True)]
+    out += [(v - t.paper) / t.paper / (RATIO_BAND if t.kind == "ratio" else RATE_BAND)
+            for v, t in zip(overload, targets, strict=True)]
+    return out
+
+
+def fit_joint(problem: JointProblem, maxfev: int = 40, jobs: int | None = None
+              ) -> dict[str, Any]:
+    """Nelder-Mead over the fields (in microseconds) from the current defaults."""
+    base = PARAMETER_SETS[problem.costs]
+    x0 = np.array([getattr(base, f) for f in problem.fields]) * 1e6
+    history: list[dict[str, Any]] = []
+
+    def evaluate(x_us: np.ndarray) -> float:
+        x_us = np.maximum(x_us, 0.0)
+        costs = base.replace(**dict(zip(problem.fields, (float(v) * 1e-6 for v in x_us),
+                                        strict=True)))
+        peaks, overload = joint_values(problem, costs, jobs)
+        errors = band_errors(problem, peaks, overload)
+        score = float(np.sum(np.square(errors)))
+        history.append({"x_us": [float(v) for v in x_us], "peaks": peaks,
+                        "overload": overload, "errors": errors, "score": score})
+        fields = ", ".join(f"{f} {v:.4g} us" for f, v in zip(problem.fields, x_us, strict=True))
+        print(f"  {fields}: band errors {np.round(errors, 2)} -> {score:.3f}", flush=True)
+        return score
+
+    steps = np.diag([1.25] * len(x0))
+    simplex = np.vstack([x0, x0 * np.where(steps > 0, steps, 1.0)])
+    minimize(evaluate, x0, method="Nelder-Mead",
+             options={"maxfev": maxfev, "xatol": 0.01, "fatol": 1e-3, "initial_simplex": simplex})
+    best = min(history, key=lambda h: h["score"])
+    return {"values_s": dict(zip(problem.fields, (v * 1e-6 for v in best["x_us"]), strict=True)),
+            "best": best, "start": history[0], "evaluations": len(history)}
+
+
+def write_joint(problem: JointProblem, outcome: dict[str, Any], path: Path = RESULTS) -> None:
+    overload = [t for t in OVERLOAD_TARGETS if t.name in problem.overload]
+    lines = [f'[{problem.name}]\n', f'parameter_set = "{problem.costs}"\n',
+             f'what = "{problem.what}"\n', f"evaluations = {outcome['evaluations']}\n",
+             f"score_start = {outcome['start']['score']:.4f}\n",
+             f"score_best = {outcome['best']['score']:.4f}\n",
+             f"within_band = {sum(abs(e) <= 1 for e in outcome['best']['errors'])}\n",
+             f"targets = {len(outcome['best']['errors'])}\n",
+             f"[{problem.name}.fitted_s]\n"]
+    lines += [f"{k} = {v:.4e}\n" for k, v in outcome["values_s"].items()]
+    lines += target_lines(f"{problem.name}.residual", list(problem.peaks) + overload,
+                          outcome["best"]["peaks"] + outcome["best"]["overload"], show=False)
+    _write_section(problem.name, "".join(lines), path)
 
 
 def overload_points(
@@ -434,7 +576,7 @@ def _write_section(name: str, text: str, path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m models.calibration", description=__doc__)
     p.add_argument("problem", choices=sorted([*PROBLEMS, *RATIO_PROBLEMS, *OVERLOAD_PROBLEMS,
-                                              "section7"]))
+                                              *JOINT_PROBLEMS, "section7"]))
     p.add_argument("--maxfev", type=int, default=12, help="simulation rounds for the optimiser")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument("--check", action="store_true", help="only report residuals of the defaults")
@@ -446,6 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_overload(OVERLOAD_PROBLEMS[args.problem], args)
     if args.problem == "section7":
         return main_section7(args)
+    if args.problem in JOINT_PROBLEMS:
+        return main_joint(JOINT_PROBLEMS[args.problem], args)
     problem = PROBLEMS[args.problem]
     if args.check:
         base = PARAMETER_SETS[problem.costs]
@@ -477,6 +621,27 @@ def main_overload(problem: OverloadProblem, args: argparse.Namespace) -> int:
     target_lines("", outcome["targets"], outcome["values"])
     if args.write:
         write_overload(problem, outcome)
+    return 0
+
+
+def main_joint(problem: JointProblem, args: argparse.Namespace) -> int:
+    if args.check:  # the defaults' band errors only
+        peaks, overload = joint_values(problem, PARAMETER_SETS[problem.costs], args.jobs)
+        errors = band_errors(problem, peaks, overload)
+        point = {"peaks": peaks, "overload": overload, "errors": errors,
+                 "score": float(np.sum(np.square(errors)))}
+        base = PARAMETER_SETS[problem.costs]
+        outcome = {"values_s": {f: getattr(base, f) for f in problem.fields}, "best": point,
+                   "start": point, "evaluations": 1}
+    else:
+        outcome = fit_joint(problem, args.maxfev, args.jobs)
+    for k, v in outcome["values_s"].items():
+        print(f"{k} = {v:.4e}")
+    overload = [t for t in OVERLOAD_TARGETS if t.name in problem.overload]
+    target_lines("", list(problem.peaks) + overload,
+                 outcome["best"]["peaks"] + outcome["best"]["overload"])
+    if args.write:
+        write_joint(problem, outcome)
     return 0
 
 
