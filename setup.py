@@ -9,11 +9,12 @@ says which path is in use).
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import os
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -21,15 +22,16 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 
 
-def compiled_modules() -> list[str]:
-    """``COMPILED`` of sim/native.py, read without importing the package."""
-    tree = ast.parse((ROOT / "sim" / "native.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets
-        ):
-            return list(ast.literal_eval(node.value))
-    raise RuntimeError("sim/native.py defines no COMPILED")
+def load_native() -> ModuleType:
+    """sim/native.py (standard library only), loaded without importing the package."""
+    spec = importlib.util.spec_from_file_location("_acceptsim_native", ROOT / "sim" / "native.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NATIVE = load_native()
 
 
 def c_compiler_works() -> bool:
@@ -54,13 +56,8 @@ def c_compiler_works() -> bool:
 def write_manifest(directory: Path) -> None:
     """Record each compiled module's source digest beside the build (``sim.native`` compares
     them with the sources at import: an edited source is never run from an older build)."""
-    sys.path.insert(0, str(ROOT / "sim"))
-    try:
-        import native  # sim/native.py, standard library only
-    finally:
-        sys.path.pop(0)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / native.MANIFEST).write_text(native.manifest_text(ROOT))
+    (directory / NATIVE.MANIFEST).write_text(NATIVE.manifest_text(ROOT))
 
 
 class BuildExt(build_ext):
@@ -102,7 +99,7 @@ def ext_modules() -> list[object]:
     try:
         from mypyc.build import mypycify
 
-        return mypycify(options + compiled_modules(), opt_level="3", group_name="acceptsim_hot")
+        return mypycify(options + list(NATIVE.COMPILED), opt_level="3", group_name="acceptsim_hot")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (mypyc exits on a type error)
         print(f"acceptsim: mypyc could not compile the hot path ({exc!r}): installing the "
               "pure-Python hot path", file=sys.stderr)
