@@ -18,9 +18,11 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP) $(NATIVE)
 
-# recompile the hot path after an edit (until then its Python sources run: sim/native.py)
+# recompile the hot path after an edit (until then its Python sources run: sim/native.py);
+# not when the build already matches the sources (as right after the install)
 $(NATIVE): $(STAMP) $(HOT)
-	$(BIN)/python setup.py --quiet build_ext --inplace
+	$(BIN)/python -W ignore -c "from sim import native; raise SystemExit(not native.is_compiled())" \
+		|| $(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE)
 
 build: $(NATIVE)
