@@ -42,6 +42,8 @@ def reference_set() -> list[dict[str, object]]:
         {**base, "server": "userver", "policy": "hill-climb"},
         {**base, "server": "userver", "cpu_quota": 0.5, "cpu_period_s": 0.01},
         {**base, "server": "userver", "kernel": "linux-modern", "accept_limit": 10},
+        # reply sizes that name their file (an int subclass the compiled record must keep)
+        {**base, "server": "flash-amped", "workload": "fileset", "rate_per_s": 3000.0},
     ]
     return out
 
