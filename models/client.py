@@ -44,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import math
+
 import numpy as np
 from mypy_extensions import mypyc_attr
 
@@ -91,6 +93,8 @@ class ClientParams(Params):
 
 COMPLETED = "completed"
 TIMED_OUT = "timed_out"
+#: slack, in ticks, for instants computed on a tick boundary in floating point
+_TICK_EPS = 1e-6
 
 
 class Client:
@@ -149,6 +153,16 @@ class Client:
             self._loop_per_socket = costs.client_poll_per_socket_s / costs.client_machines
             self._phase = streams.sampler("client_loop", lambda g, n: g.random(n))
             self._react = self.reaction_delay
+        #: the client kernels' timer tick (0: retransmission timers fire at their exact
+        #: instant) and, per client machine, the phase of its ticks
+        self._tick = profile.client_timer_tick_s
+        self._machines = costs.client_machines if costs is not None else 1
+        self._tick_phase: list[float] = []
+        if self._tick > 0:
+            phases = streams.generator("client_ticks").random(self._machines) * self._tick
+            self._tick_phase = phases.tolist()
+        #: retransmissions waiting for their tick (thousands past saturation)
+        self._rtx_timers = env.timer_lane()
         self.reaction_delays = 0.0  # sum over the window, with their count
         self.reactions = 0
         # measurement window, set by the run before it starts
@@ -216,16 +230,42 @@ class Client:
         """The server dropped this SYN: retransmit after the backed-off RTO, or give up."""
         profile = self.profile
         sent = conn.syn_sent
-        # the k-th SYN was sent at started + rto * (2**(k-1) - 1)
-        next_send = conn.started_at + profile.syn_rto_s * (2**sent - 1)
+        # the k-th SYN was sent at started + rto * (2**(k-1) - 1): on a tick of its
+        # machine's clock if the timers tick (the timer was armed with the first SYN)
+        backoffs = profile.syn_rto_s * (2**sent - 1)
+        if self._tick > 0:
+            next_send = self.timer_fires(conn, conn.started_at, backoffs)
+        else:
+            next_send = conn.started_at + backoffs
         if sent > profile.syn_retries or next_send >= conn.deadline:
             self.resolve(conn, TIMED_OUT, conn.deadline)
             return
         conn.syn_sent = sent + 1
         self.syn_retransmits += 1
+        if self._tick > 0:
+            self._rtx_timers.call_at(next_send + self.owd, self._kernel_syn, conn)
+            return
         # the retransmission reaches the server one backed-off RTO after this one did
         backoff = profile.syn_rto_s * 2 ** (sent - 1)
         self.env.delay_line(backoff).put(self._kernel_syn, conn)
+
+    def timer_fires(self, conn: Connection, armed_at: float, timeout: float) -> float:
+        """When a client retransmission timer of ``conn`` armed at ``armed_at`` for
+        ``timeout`` seconds fires, with the client kernels' timers ticking.
+
+        The kernel counts time in ticks (jiffies): a timer armed during a tick
+        expires ``timeout`` (rounded up to whole ticks) after that tick began, and
+        runs at the tick interrupt.  Every timer of one machine that expires in
+        the same tick runs in that interrupt, so their segments leave together.
+        Each client machine's ticks have their own phase; ``conn`` belongs to
+        machine ``conn.id % client_machines``.
+        """
+        tick = self._tick
+        phase = self._tick_phase[conn.id % self._machines]
+        ticks = math.floor((armed_at - phase) / tick + _TICK_EPS) + math.ceil(
+            timeout / tick - _TICK_EPS
+        )
+        return phase + ticks * tick
 
     def reaction_delay(self) -> float:
         """How long httperf takes to act on an event on one of its sockets (now).
@@ -277,7 +317,12 @@ class Client:
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK (with the request behind it) overflowed: the request
         segment is retransmitted one minimum RTO after it was sent."""
-        self.env.delay_line(self.profile.data_rto_min_s).put(self._data_retransmit, conn)
+        rto = self.profile.data_rto_min_s
+        if self._tick > 0:  # the timer was armed when the request was sent
+            fires = self.timer_fires(conn, conn.request_sent_at, rto)
+            self._rtx_timers.call_at(fires + self.owd, self._data_retransmit, conn)
+            return
+        self.env.delay_line(rto).put(self._data_retransmit, conn)
 
     def _data_retransmit(self, conn: Connection) -> None:
         if conn.state != SYN_RECV:  # acknowledged, reset or expired
@@ -294,6 +339,10 @@ class Client:
         self.kernel.retransmitted_segment(conn)  # type: ignore[union-attr]
         if conn.state == SYN_RECV:
             rto = min(profile.data_rto_min_s * 2**conn.data_rtx, profile.rto_max_s)
+            if self._tick > 0:  # re-armed as this retransmission left (on a tick)
+                fires = self.timer_fires(conn, now - self.owd, rto)
+                self._rtx_timers.call_at(fires + self.owd, self._data_retransmit, conn)
+                return
             self.env.delay_line(rto).put(self._data_retransmit, conn)
 
     # -- replies ------------------------------------------------------------------

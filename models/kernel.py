@@ -77,6 +77,15 @@ class KernelProfile(Params):
         3.0, unit="s", gt=0.0, doc="client's initial SYN retransmission timeout"
     )
     syn_retries: int = param(5, unit="retransmissions", ge=0, doc="client SYN retransmissions")
+    client_timer_tick_s: float = param(
+        0.01,
+        unit="s",
+        ge=0.0,
+        doc="client kernel's timer tick (1/HZ; 2.4 on i386: HZ=100).  Its retransmission "
+        "timers are set in whole ticks and fire on a tick, so the SYNs a client machine sent "
+        "in one tick that were all dropped come back together, as one burst; 0: every timer "
+        "fires at its exact instant",
+    )
     synack_rto_s: float = param(3.0, unit="s", gt=0.0, doc="server's initial SYN-ACK timeout")
     synack_retries: int = param(5, unit="retransmissions", ge=0, doc="tcp_synack_retries")
     data_rto_min_s: float = param(
@@ -106,6 +115,7 @@ LINUX_MODERN = KernelProfile(
     young_rule=False,
     syn_rto_s=1.0,
     synack_rto_s=1.0,
+    client_timer_tick_s=0.0,
 )
 PROFILES: dict[str, KernelProfile] = {p.name: p for p in (LINUX_24, LINUX_MODERN)}
 
