@@ -40,11 +40,10 @@ fraction of the events.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import math
 
 import numpy as np
 from mypy_extensions import mypyc_attr
