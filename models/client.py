@@ -51,6 +51,7 @@ from mypy_extensions import mypyc_attr
 from models import arrivals
 from models.connection import SYN_RECV, SYN_SENT, Connection
 from models.workloads import Workload
+from sim.engine import DelayLine
 from sim.params import Params, param
 from sim.streams import Streams
 
@@ -160,7 +161,14 @@ class Client:
         if self._tick > 0:
             phases = streams.generator("client_ticks").random(self._machines) * self._tick
             self._tick_phase = phases.tolist()
-        #: retransmissions waiting for their tick (thousands past saturation)
+        #: retransmitted SYNs waiting for their tick (thousands past saturation): one line
+        #: per machine and retransmission, each in FIFO order (its connections' first SYNs
+        #: were dropped in the order they were sent, and its instants follow that order)
+        self._syn_levels = profile.syn_retries
+        self._syn_lines: list[DelayLine] = [
+            DelayLine(env, 0.0) for _ in range(self._machines * max(1, self._syn_levels))
+        ]
+        #: retransmitted requests waiting for their tick
         self._rtx_timers = env.timer_lane()
         self.reaction_delays = 0.0  # sum over the window, with their count
         self.reactions = 0
@@ -242,7 +250,8 @@ class Client:
         conn.syn_sent = sent + 1
         self.syn_retransmits += 1
         if self._tick > 0:
-            self._rtx_timers.call_at(next_send + self.owd, self._kernel_syn, conn)
+            line = self._syn_lines[(conn.id % self._machines) * self._syn_levels + sent - 1]
+            line.put_at(next_send + self.owd, self._kernel_syn, conn)
             return
         # the retransmission reaches the server one backed-off RTO after this one did
         backoff = profile.syn_rto_s * 2 ** (sent - 1)

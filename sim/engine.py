@@ -112,6 +112,18 @@ class DelayLine:
             heappush(env._queue, (at, NORMAL, next(env._eid), self))  # type: ignore[misc]
         self.queue.append((at, fn, value))
 
+    def put_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
+        """Call ``fn(value)`` at ``at``, an instant of the caller's own, no earlier than
+        now or than the last instant on this line (so the line stays in FIFO order):
+        for timers that each know their instant and are set in the order they fire."""
+        queue = self.queue
+        if at < self.env.clock.now or (queue and at < queue[-1][0]):
+            raise ValueError(f"at={at!r}: earlier than now or than the line's last instant")
+        if not queue:
+            env = self.env
+            heappush(env._queue, (at, NORMAL, next(env._eid), self))  # type: ignore[misc]
+        queue.append((at, fn, value))
+
     def fire(self) -> None:
         """The head's time has come: call it, and put the next head on the heap."""
         queue = self.queue
