@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim import BLOCK, Cpu, Environment
+from sim.engine import DelayLine
 
 
 def test_burst_ends_after_its_cost_when_nothing_interrupts() -> None:
@@ -242,3 +243,22 @@ def test_run_until_an_event_that_never_comes_says_so() -> None:
     with pytest.raises(RuntimeError, match="was not triggered"):
         env.run(until=env.event())
     assert env.now == 5.0
+
+
+def test_a_delay_line_takes_instants_of_its_own_in_fifo_order() -> None:
+    """``put_at``: each item at its own instant, never earlier than the line's last one
+    (a burst at one instant leaves in the order it was put)."""
+    env = Environment()
+    line = DelayLine(env, 0.0)
+    seen: list[tuple[float, str]] = []
+    line.put_at(2.0, lambda v: seen.append((env.now, v)), "a")
+    line.put_at(2.0, lambda v: seen.append((env.now, v)), "b")
+    line.put_at(3.5, lambda v: seen.append((env.now, v)), "c")
+    env.call_at(2.5, lambda v: seen.append((env.now, v)), "plain")
+    with pytest.raises(ValueError, match="earlier"):
+        line.put_at(3.0, print)
+    env.run(until=1.0)
+    with pytest.raises(ValueError, match="earlier"):
+        DelayLine(env, 0.0).put_at(0.5, print)  # in the past
+    env.run()
+    assert seen == [(2.0, "a"), (2.0, "b"), (2.5, "plain"), (3.5, "c")]
