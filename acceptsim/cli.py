@@ -24,13 +24,14 @@ from acceptsim.commands import (
     reproduce,
     run,
     search,
+    servers,
     sweep,
 )
 from acceptsim.measure.errors import ParseError
 from models.policies import PolicyError
 from sim.errors import ConfigError, shorten
 
-COMMANDS = [run, policies, search, compare, reproduce, sweep, bench, measure, calibrate]
+COMMANDS = [run, servers, policies, search, compare, reproduce, sweep, bench, measure, calibrate]
 
 
 class Terminated(KeyboardInterrupt):

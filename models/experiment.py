@@ -17,7 +17,7 @@ from typing import Any
 from models import arrivals, policies
 from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
-from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
+from models.kernel import LINUX_24, PROFILE_SUMMARIES, PROFILES, KernelProfile, ListenSocket
 from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
 from models.servers.flash import SERVERS as FLASH_SERVERS
 from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
@@ -46,6 +46,40 @@ SERVERS = {
 SERVERS.update(DISPATCH_SERVERS)
 SERVERS.update(FLASH_SERVERS)
 SERVERS.update(TWOCLASS_SERVERS)
+
+#: one-line summaries of the servers whose classes are compiled (mypyc drops their
+#: docstrings); every other server's summary is its class docstring's first line
+_COMPILED_SUMMARIES = {
+    "userver": "The event-driven userver: select(), then accept up to accept-limit, then work.",
+    "tux": "Kernel-mode TUX: no select() or syscalls; accept phase, then the work_pending queue.",
+    "knot": "Knot-C: a fixed pool of threads, each accepting up to accept-limit connections.",
+    "knot-a": "Knot-A: one acceptor thread, a new thread per connection, no accept-limit.",
+}
+
+
+def _first_line(doc: str | None) -> str:
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+def catalog() -> dict[str, list[dict[str, Any]]]:
+    """Every server, workload and kernel profile a run can name: its name, one-line
+    summary and parameter table (a kernel profile's table shows its own values)."""
+    servers = [
+        {"name": name, "summary": _COMPILED_SUMMARIES.get(name) or _first_line(cls.__doc__),
+         "params": params_cls.describe()}
+        for name, (cls, params_cls, _) in SERVERS.items()
+    ]
+    workloads = [
+        {"name": name, "summary": _first_line(cls.__doc__), "params": params_cls.describe()}
+        for name, (cls, params_cls) in WORKLOADS.items()
+    ]
+    kernels = []
+    for name, profile in PROFILES.items():
+        rows = KernelProfile.describe()
+        for row in rows:
+            row["default"] = getattr(profile, row["name"])
+        kernels.append({"name": name, "summary": PROFILE_SUMMARIES[name], "params": rows})
+    return {"servers": servers, "workloads": workloads, "kernels": kernels}
 
 
 #: the shortest time a duration, warm-up, timeout or sampling interval may be (1 us: the

@@ -118,6 +118,12 @@ LINUX_MODERN = KernelProfile(
     client_timer_tick_s=0.0,
 )
 PROFILES: dict[str, KernelProfile] = {p.name: p for p in (LINUX_24, LINUX_MODERN)}
+PROFILE_SUMMARIES = {
+    "linux-2.4": "Linux 2.4.20, the paper's: 128-entry accept queue, 1,024-entry SYN queue, "
+    "the young rule, no syncookies, 3 s initial RTO, clients ticking at HZ=100.",
+    "linux-modern": "Today's Linux: somaxconn 4096, SYN queue = backlog, syncookies, every "
+    "SYN dropped on a full accept queue, 1 s initial RTO.",
+}
 
 
 class ClientSide(Protocol):

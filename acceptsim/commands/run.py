@@ -9,7 +9,16 @@ from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
 from models.costs import PARAMETER_SETS
-from models.experiment import MAX_ATTEMPTS, MAX_SERIES_POINTS, RunConfig, check_work, simulate
+from models.experiment import (
+    MAX_ATTEMPTS,
+    MAX_SERIES_POINTS,
+    SERVERS,
+    RunConfig,
+    check_work,
+    simulate,
+)
+from models.kernel import PROFILES
+from models.workloads import WORKLOADS
 from models.policies import check_limit
 from sim.errors import ConfigError
 from sim.results import flatten, json_safe
@@ -17,9 +26,12 @@ from sim.results import flatten, json_safe
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="simulate one configuration")
-    p.add_argument("--server", default="userver", help="server architecture (default userver)")
+    p.add_argument("--server", default="userver", help="server architecture: "
+                   + ", ".join(SERVERS) + " (default userver; `acceptsim servers` describes "
+                   "each)")
     p.add_argument("--accept-limit", default="1", help="accept-limit: an integer >= 1 or inf")
-    p.add_argument("--workload", default="one-packet", help="workload (default one-packet)")
+    p.add_argument("--workload", default="one-packet", help="workload: " + ", ".join(WORKLOADS)
+                   + " (default one-packet)")
     p.add_argument("--workload-file", default="", help="session file for --workload wsesslog")
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
@@ -39,8 +51,8 @@ def add_parser(subparsers: Any) -> None:
                    help="override one of the server's own parameters (repeatable)")
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the workload's own parameters (repeatable)")
-    p.add_argument("--kernel", default=None, help="kernel profile: linux-2.4 (default, the "
-                   "paper's) or linux-modern")
+    p.add_argument("--kernel", default=None, help="kernel profile: " + ", ".join(PROFILES)
+                   + " (default linux-2.4, the paper's)")
     p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
                    "file of cost (and [kernel]) parameters")
     add_policy_arguments(p)
