@@ -18,8 +18,8 @@ from models.experiment import (
     simulate,
 )
 from models.kernel import PROFILES
-from models.workloads import WORKLOADS
 from models.policies import check_limit
+from models.workloads import WORKLOADS
 from sim.errors import ConfigError
 from sim.results import flatten, json_safe
 
