@@ -451,12 +451,7 @@ class Host:
         return {
             "cpu": self.cpu.usage(),
             "server": self.server.counters(),
-            "drops": {
-                "syn_q_full": listen.syn_q_full,
-                "accept_q_full": listen.accept_q_full,
-                "drop_request": listen.drop_request,
-                "listen_overflow": listen.listen_overflow,
-            },
+            "drops": listen.drop_counts(),
             "cookies_sent": listen.cookies_sent,
             "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
         }

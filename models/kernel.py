@@ -126,6 +126,12 @@ PROFILE_SUMMARIES = {
 }
 
 
+#: the listen path's drop counters, by kind: every SYN dropped by one of the three rules,
+#: and every segment that found the accept queue full (ListenOverflow).  Each is an
+#: attribute of :class:`ListenSocket`; run records and the policy view read them from here
+DROP_KINDS = ("syn_q_full", "accept_q_full", "drop_request", "listen_overflow")
+
+
 class ClientSide(Protocol):
     """What the listen path sends the client machines (:class:`models.client.Client`;
     a test may stand in for them)."""
@@ -369,6 +375,10 @@ class ListenSocket:
         conn.pending += 1
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)
+
+    def drop_counts(self) -> dict[str, int]:
+        """Each counter of :data:`DROP_KINDS`, cumulative since the start."""
+        return {kind: getattr(self, kind) for kind in DROP_KINDS}
 
     # -- the server's side ------------------------------------------------------
     def accept(self) -> Connection | None:

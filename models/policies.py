@@ -190,10 +190,11 @@ class ServerView:
     @property
     def drops(self) -> int:
         """All SYN drops and ListenOverflows together."""
-        listen = self._listen
-        return (
-            listen.syn_q_full + listen.accept_q_full + listen.drop_request + listen.listen_overflow
-        )
+        return sum(self._listen.drop_counts().values())
+
+    def drop_counts(self) -> dict[str, int]:
+        """Every drop counter by kind (``models.kernel.DROP_KINDS``), cumulative."""
+        return self._listen.drop_counts()
 
 
 # -- the policy protocol -----------------------------------------------------------------------

@@ -202,3 +202,27 @@ def test_a_synack_retransmission_moves_an_overflowed_bare_ack_without_data() -> 
     assert late.state == ESTABLISHED and late.pending == 0 and late.synack_rtx == 1
     host.listen.first_request(late)
     assert late.pending == 1
+
+
+def test_drop_kinds_are_declared_once_and_read_by_the_record_and_the_policy_view() -> None:
+    from models import RunConfig, simulate
+    from models.kernel import DROP_KINDS
+
+    host = Host()
+    for _ in range(131):  # fill the accept queue; the rest of the SYNs overflow or drop
+        host.handshake()
+    counts = host.listen.drop_counts()
+    assert tuple(counts) == DROP_KINDS
+    assert counts["listen_overflow"] >= 1
+    seen: dict[str, int] = {}
+
+    class Recording:
+        """Accept-limit 1, recording what the view reports of the drops."""
+
+        def accept_limit(self, view):  # type: ignore[no-untyped-def]
+            seen.update(view.drop_counts(), total=view.drops)
+            return 1
+
+    r = simulate(RunConfig(rate_per_s=30000.0, duration_s=4.0, warmup_s=0.0), policy=Recording())
+    assert tuple(r["drops_per_s"]) == (*DROP_KINDS, "total")
+    assert seen["total"] == sum(seen[k] for k in DROP_KINDS) > 0
