@@ -18,16 +18,8 @@ from models import arrivals, policies
 from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from models.kernel import LINUX_24, PROFILE_SUMMARIES, PROFILES, KernelProfile, ListenSocket
-from models.servers.dispatch import SERVERS as DISPATCH_SERVERS
-from models.servers.flash import SERVERS as FLASH_SERVERS
-from models.servers.knot import CATEGORIES as KNOT_CATEGORIES
-from models.servers.knot import Knot, KnotA, KnotParams
-from models.servers.nginx import Nginx, NginxParams
-from models.servers.tux import CATEGORIES as TUX_CATEGORIES
-from models.servers.tux import Tux, TuxParams
-from models.servers.twoclass import SERVERS as TWOCLASS_SERVERS
-from models.servers.userver import CATEGORIES as USERVER_CATEGORIES
-from models.servers.userver import Userver, UserverParams
+from models.servers.registry import SERVERS
+from models.servers.spec import summary_of
 from models.workloads import WORKLOADS, parse_wsesslog
 from sim.cpu import KERNEL, Cpu
 from sim.engine import Environment
@@ -36,41 +28,16 @@ from sim.params import Params, param
 from sim.results import differences, ratio, summary_ms
 from sim.streams import Streams
 
-SERVERS = {
-    "userver": (Userver, UserverParams, USERVER_CATEGORIES),
-    "nginx": (Nginx, NginxParams, USERVER_CATEGORIES),
-    "tux": (Tux, TuxParams, TUX_CATEGORIES),
-    "knot": (Knot, KnotParams, KNOT_CATEGORIES),
-    "knot-a": (KnotA, KnotParams, KNOT_CATEGORIES),
-}
-SERVERS.update(DISPATCH_SERVERS)
-SERVERS.update(FLASH_SERVERS)
-SERVERS.update(TWOCLASS_SERVERS)
-
-#: one-line summaries of the servers whose classes are compiled (mypyc drops their
-#: docstrings); every other server's summary is its class docstring's first line
-_COMPILED_SUMMARIES = {
-    "userver": "The event-driven userver: select(), then accept up to accept-limit, then work.",
-    "tux": "Kernel-mode TUX: no select() or syscalls; accept phase, then the work_pending queue.",
-    "knot": "Knot-C: a fixed pool of threads, each accepting up to accept-limit connections.",
-    "knot-a": "Knot-A: one acceptor thread, a new thread per connection, no accept-limit.",
-}
-
-
-def _first_line(doc: str | None) -> str:
-    return " ".join((doc or "").strip().split("\n\n")[0].split())
-
 
 def catalog() -> dict[str, list[dict[str, Any]]]:
     """Every server, workload and kernel profile a run can name: its name, one-line
     summary and parameter table (a kernel profile's table shows its own values)."""
     servers = [
-        {"name": name, "summary": _COMPILED_SUMMARIES.get(name) or _first_line(cls.__doc__),
-         "params": params_cls.describe()}
-        for name, (cls, params_cls, _) in SERVERS.items()
+        {"name": name, "summary": spec.summary, "params": spec.params.describe()}
+        for name, spec in SERVERS.items()
     ]
     workloads = [
-        {"name": name, "summary": _first_line(cls.__doc__), "params": params_cls.describe()}
+        {"name": name, "summary": summary_of(cls), "params": params_cls.describe()}
         for name, (cls, params_cls) in WORKLOADS.items()
     ]
     kernels = []
@@ -188,7 +155,7 @@ class RunConfig(Params):
             object.__setattr__(self, name, _table(name, getattr(self, name)))
         self.build_server_params()
         self.build_workload_params()
-        if self.idle_connections and not hasattr(SERVERS[self.server][0], "adopt_idle"):
+        if self.idle_connections and not SERVERS[self.server].idle_connections:
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
         if self.warmup_s >= self.duration_s:
@@ -224,7 +191,7 @@ class RunConfig(Params):
 
     def build_server_params(self) -> Params:
         """The server's parameter set: its defaults updated by ``server_params``."""
-        return SERVERS[self.server][1].from_dict(dict(self.server_params))
+        return SERVERS[self.server].params.from_dict(dict(self.server_params))
 
     def build_workload_params(self) -> Params:
         """The workload's parameter set: its defaults updated by ``workload_params``."""
@@ -373,8 +340,8 @@ class Host:
         self.config = config
         self.env = env = Environment()
         self.streams = streams = Streams(config.seed)
-        server_cls, server_params_cls, categories = SERVERS[config.server]
-        self.cpu = Cpu(env, categories)
+        spec = SERVERS[config.server]
+        self.cpu = Cpu(env, spec.categories)
         if config.cpu_quota:
             self.cpu.limit(config.cpu_quota * config.cpu_period_s, config.cpu_period_s)
         workload_cls, workload_params_cls = WORKLOADS[config.workload]
@@ -399,7 +366,7 @@ class Host:
         ):
             policy = policy()  # a class or factory: a fresh policy for this run
         self.policy = policy
-        self.server = server_cls(
+        self.server = spec.cls(
             env, self.cpu, self.listen, self.client, config.costs, server_params, policy
         )
         # what the server calls: the policy bound to a live view of this server

@@ -37,7 +37,7 @@ def test_the_listing_names_each_entry_once_with_its_summary() -> None:
 def test_one_server_shows_every_parameter_with_its_default() -> None:
     out = acceptsim("servers", "knot")
     assert out.returncode == 0, out.stderr
-    params_cls = SERVERS["knot"][1]
+    params_cls = SERVERS["knot"].params
     for f in dataclasses.fields(params_cls):
         if f.metadata:
             assert f"    {f.name} = {f.default!s} [" in out.stdout

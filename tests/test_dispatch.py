@@ -7,10 +7,10 @@ import math
 import pytest
 
 from models import RunConfig, simulate
-from models.servers.dispatch import SERVERS as DISPATCH
+from models.servers.dispatch import SPECS as DISPATCH_SPECS
 from sim.errors import ConfigError
 
-MECHANISMS = sorted(DISPATCH)
+MECHANISMS = sorted(spec.name for spec in DISPATCH_SPECS)
 NONDETERMINISTIC = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
 
 

@@ -68,7 +68,7 @@ NUMBERISH = st.one_of(
 SMALL_RATE = st.sampled_from(["1", "50", "800", "2000", "2999"])
 SMALL_TIME = st.sampled_from(["0.000001", "0.01", "0.2", "1", "1.5"])
 #: names that are valid somewhere, so that values get past the name check
-SERVER_FIELDS = sorted({r["name"] for _, p, _ in SERVERS.values() for r in p.describe()})
+SERVER_FIELDS = sorted({r["name"] for spec in SERVERS.values() for r in spec.params.describe()})
 WORKLOAD_FIELDS = sorted({r["name"] for _, p in WORKLOADS.values() for r in p.describe()})
 VALUE = st.one_of(st.sampled_from(["1", "0", "-1", "1e18", "1e-320", "inf", "true", "x"]), TEXT)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 from types import SimpleNamespace
@@ -401,8 +402,8 @@ def test_a_userver_subclass_that_redefines_the_inlined_hooks_is_still_called(
             calls["getevents"] += 1
             return (yield from super().getevents())
 
-    _, params_cls, categories = experiment.SERVERS["userver"]
-    monkeypatch.setitem(experiment.SERVERS, "userver", (Counting, params_cls, categories))
+    spec = experiment.SERVERS["userver"]
+    monkeypatch.setitem(experiment.SERVERS, "userver", dataclasses.replace(spec, cls=Counting))
     sub = simulate(short(server="userver", warmup_s=0.0))
     monkeypatch.undo()
     plain = simulate(short(server="userver", warmup_s=0.0))

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from models.connection import ACCEPTED, Connection
+from models.servers.spec import ServerSpec, summary_of
 from models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
 from sim.cpu import BLOCK
 from sim.params import param
@@ -465,9 +466,9 @@ class SignalPerFdServer(RtSignalServer):
 
 
 #: ``--server`` names of the mechanisms, for ``models.experiment.SERVERS``
-SERVERS = {
-    cls.name: (cls, DispatchParams, CATEGORIES)
+SPECS = tuple(
+    ServerSpec(cls.name, cls, DispatchParams, CATEGORIES, summary_of(cls), idle_connections=True)
     for cls in (
         SelectServer, PollServer, DevPollServer, EpollServer, RtSignalServer, SignalPerFdServer
     )
-}
+)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from models.connection import CLOSED, Connection
 from models.filecache import DiskParams, Storage
 from models.servers.base import Server
+from models.servers.spec import ServerSpec, summary_of
 from models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
 from sim.cpu import BLOCK
 from sim.errors import ConfigError
@@ -504,9 +505,15 @@ class MultiThreaded(MultiProcess):
 
 
 #: ``--server`` names, for ``models.experiment.SERVERS``
-SERVERS = {
-    "flash-sped": (Sped, FlashParams, CATEGORIES),
-    "flash-amped": (Amped, FlashParams, CATEGORIES),
-    "flash-mp": (MultiProcess, FlashParams, MP_CATEGORIES),
-    "flash-mt": (MultiThreaded, FlashParams, MP_CATEGORIES),
-}
+#: the property tests use a 50 MB cache, so that short runs miss and reach the disk
+_SMALL_CACHE = {"cache_bytes": 50e6}
+SPECS = (
+    ServerSpec("flash-sped", Sped, FlashParams, CATEGORIES, summary_of(Sped),
+               test_params=_SMALL_CACHE),
+    ServerSpec("flash-amped", Amped, FlashParams, CATEGORIES, summary_of(Amped),
+               test_params=_SMALL_CACHE),
+    ServerSpec("flash-mp", MultiProcess, FlashParams, MP_CATEGORIES, summary_of(MultiProcess),
+               test_params=_SMALL_CACHE),
+    ServerSpec("flash-mt", MultiThreaded, FlashParams, MP_CATEGORIES, summary_of(MultiThreaded),
+               test_params=_SMALL_CACHE),
+)

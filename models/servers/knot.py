@@ -79,6 +79,7 @@ from mypy_extensions import mypyc_attr
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
+from models.servers.spec import ServerSpec
 from sim.cpu import BLOCK, Cpu, Task
 from sim.params import Params, param
 
@@ -372,3 +373,15 @@ class KnotA(Knot):
 
     def _make_threads(self) -> None:
         self._new_thread(acceptor=True)
+
+
+SPECS = (
+    ServerSpec(
+        "knot", Knot, KnotParams, CATEGORIES,
+        "Knot-C: a fixed pool of threads, each accepting up to accept-limit connections.",
+    ),
+    ServerSpec(
+        "knot-a", KnotA, KnotParams, CATEGORIES,
+        "Knot-A: one acceptor thread, a new thread per connection, no accept-limit.",
+    ),
+)

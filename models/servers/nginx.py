@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.servers.spec import ServerSpec, summary_of
 from models.servers.userver import CATEGORIES, GETEVENTS, Userver
 from sim.cpu import BLOCK
 from sim.params import Params, param
@@ -55,3 +56,6 @@ class Nginx(Userver):
     def opened(self) -> float:
         """Extra CPU per accepted connection: register it with ``epoll_ctl``."""
         return self.costs.epoll_ctl_s
+
+
+SPECS = (ServerSpec("nginx", Nginx, NginxParams, CATEGORIES, summary_of(Nginx)),)

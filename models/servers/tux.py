@@ -61,6 +61,7 @@ from mypy_extensions import mypyc_attr
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import Server
+from models.servers.spec import ServerSpec
 from sim.cpu import BLOCK, INF, Cpu, Task
 from sim.params import Params, param
 
@@ -271,3 +272,11 @@ class Tux(Server):
             "conns_worked": self.items_worked,
             "open_area": self._open_area,
         }
+
+
+SPECS = (
+    ServerSpec(
+        "tux", Tux, TuxParams, CATEGORIES,
+        "Kernel-mode TUX: no select() or syscalls; accept phase, then the work_pending queue.",
+    ),
+)

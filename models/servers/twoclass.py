@@ -43,6 +43,7 @@ from models.connection import Connection
 from models.kernel import ListenSocket
 from models.link import Link
 from models.servers.base import ACCEPT, Server
+from models.servers.spec import ServerSpec, summary_of
 from sim.cpu import BLOCK
 from sim.params import Params, param
 from sim.results import summary_ms
@@ -377,7 +378,11 @@ class PlainTwoClass(TwoClass):
     name = "twoclass-plain"
 
 
-SERVERS = {
-    "twoclass": (TwoClass, TwoClassParams, CATEGORIES),
-    "twoclass-plain": (PlainTwoClass, PlainTwoClassParams, CATEGORIES),
-}
+#: the property tests run a background class too
+_WITH_BACKGROUND = {"bg_rate_per_s": 50}
+SPECS = (
+    ServerSpec("twoclass", TwoClass, TwoClassParams, CATEGORIES, summary_of(TwoClass),
+               test_params=_WITH_BACKGROUND),
+    ServerSpec("twoclass-plain", PlainTwoClass, PlainTwoClassParams, CATEGORIES,
+               summary_of(PlainTwoClass), test_params=_WITH_BACKGROUND),
+)

@@ -36,6 +36,7 @@ from mypy_extensions import mypyc_attr
 from models.connection import CLOSED, Connection
 from models.policies import AcceptPolicy
 from models.servers.base import ACCEPT, Server
+from models.servers.spec import ServerSpec
 from sim.cpu import BLOCK, INF, Cpu, Task
 from sim.params import Params, param
 
@@ -243,3 +244,11 @@ class Userver(Server):
             "conns_worked": self.conns_worked,
             "open_area": self.open_area(),
         }
+
+
+SPECS = (
+    ServerSpec(
+        "userver", Userver, UserverParams, CATEGORIES,
+        "The event-driven userver: select(), then accept up to accept-limit, then work.",
+    ),
+)

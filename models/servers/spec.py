@@ -1,0 +1,41 @@
+"""The contract of a server module: a :class:`ServerSpec` per server it defines.
+
+A server module defines its classes and lists them in a module-level ``SPECS``
+tuple; :mod:`models.servers.registry` collects every module's specs, and runs,
+the command line, the benchmark and the registry-wide tests read them from
+there.  Adding a server is writing one module (``docs/design.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What the rest of acceptsim needs to know of one server."""
+
+    #: the ``--server`` name
+    name: str
+    #: the server class: built as ``cls(env, cpu, listen, client, costs, params, policy)``
+    cls: type
+    #: its parameter set (a :class:`sim.params.Params` subclass)
+    params: type
+    #: the CPU categories its work is charged to (the run's ``cpu_share`` keys)
+    categories: Sequence[str]
+    #: one line for ``acceptsim servers`` (written out: compiled classes lose docstrings)
+    summary: str
+    #: it can hold idle persistent connections (``RunConfig.idle_connections``; the
+    #: class then has ``adopt_idle(n)``)
+    idle_connections: bool = False
+    #: server parameters the registry-wide property tests run it with, to exercise
+    #: what its defaults leave off (a background class, a small file cache, ...)
+    test_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def summary_of(cls: type) -> str:
+    """The first paragraph of a class's docstring, on one line."""
+    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())

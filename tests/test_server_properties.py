@@ -1,0 +1,72 @@
+"""Property tests over the registry: conservation and capacities hold for every server.
+
+Parametrised once over :data:`models.servers.registry.SERVERS`, so a new server
+is tested by being registered; what a server needs to exercise its features in
+a short run comes from its spec (``test_params``, ``idle_connections``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models.experiment import RunConfig, simulate
+from models.servers.registry import SERVERS
+
+
+@pytest.mark.parametrize("name", list(SERVERS))
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    limit=st.one_of(st.integers(min_value=1, max_value=200), st.just(math.inf)),
+    rate=st.floats(min_value=500.0, max_value=35000.0),
+    workload=st.sampled_from(["one-packet", "fileset", "specweb99"]),
+    idle=st.sampled_from([0, 100]),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_every_connection_has_exactly_one_outcome_and_queues_stay_bounded(
+    name: str, limit: float, rate: float, workload: str, idle: int, seed: int
+) -> None:
+    spec = SERVERS[name]
+    if workload == "specweb99":
+        rate /= 7.2
+    r = simulate(RunConfig(
+        server=name, accept_limit=limit, rate_per_s=rate, workload=workload,
+        idle_connections=idle if spec.idle_connections else 0,
+        server_params=dict(spec.test_params),
+        workload_params={"dataset_bytes": 200e6} if workload == "fileset" else {},
+        duration_s=1.0, warmup_s=0.3, seed=seed,
+    ))
+    c = r["connections"]
+    assert c["attempted"] == c["completed"] + c["timed_out"] + c["in_flight_at_end"]
+    assert min(c.values()) >= 0
+    q = r["queues"]
+    assert q["accept_queue_max"] <= q["accept_queue_capacity"]
+    assert q["syn_queue_max"] <= q["syn_queue_capacity"]
+    assert set(r["cpu_share"]) == {*spec.categories, "kernel", "idle"}
+    assert abs(sum(r["cpu_share"].values()) - 1.0) < 1e-9
+    assert -1e-9 <= r["cpu_share"]["idle"] <= 1.0
+    assert r["reply_rate_per_s"] >= 0.0
+    if r["accepts_per_phase"] is not None:
+        assert r["accepts_per_phase"] <= limit
+
+
+@pytest.mark.parametrize("name", list(SERVERS))
+def test_the_same_seed_gives_the_same_record(name: str) -> None:
+    spec = SERVERS[name]
+    config = RunConfig(server=name, accept_limit=50, rate_per_s=15000.0, duration_s=0.6,
+                       warmup_s=0.2, seed=7, server_params=dict(spec.test_params))
+    a, b = simulate(config), simulate(config)
+    for key in ("sim_cpu_time_s", "sim_conns_per_cpu_s"):
+        a.pop(key), b.pop(key)
+    assert a == b
+
+
+def test_every_spec_is_consistent_with_its_class() -> None:
+    for name, spec in SERVERS.items():
+        assert spec.name == name
+        assert spec.idle_connections == hasattr(spec.cls, "adopt_idle"), name
+        assert len(spec.summary) > 20, name
+        spec.params.from_dict(dict(spec.test_params))  # its test parameters are valid
