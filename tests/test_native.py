@@ -8,6 +8,7 @@ field by field, bit for bit, except the simulator's own CPU-time figures.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,36 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from models.experiment import SERVERS
 from sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
-
-#: fields that measure the simulator, not the model
-TIMING_FIELDS = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
+# the reference set and its timing fields live with the tool that records them
+_spec = importlib.util.spec_from_file_location("reference", ROOT / "tools" / "reference.py")
+reference = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(reference)  # type: ignore[union-attr]
+reference_set, TIMING_FIELDS = reference.reference_set, reference.TIMING_FIELDS
 
 #: CI sets this so that a build that silently fell back to Python fails the run
 REQUIRE_ENV = "ACCEPTSIM_REQUIRE_COMPILED"
-
-
-def reference_set() -> list[dict[str, object]]:
-    base = {"rate_per_s": 24000.0, "duration_s": 1.0, "warmup_s": 0.25, "seed": 3}
-    out: list[dict[str, object]] = []
-    for server in SERVERS:
-        for workload in ("one-packet", "specweb99"):
-            rate = 24000.0 if workload == "one-packet" else 4000.0
-            out.append({**base, "server": server, "workload": workload, "rate_per_s": rate})
-    out += [
-        {**base, "server": "userver", "accept_limit": "inf"},
-        {**base, "server": "tux", "accept_limit": "inf"},
-        {**base, "server": "knot", "accept_limit": 50},
-        {**base, "server": "userver", "policy": "hill-climb"},
-        {**base, "server": "userver", "cpu_quota": 0.5, "cpu_period_s": 0.01},
-        {**base, "server": "userver", "kernel": "linux-modern", "accept_limit": 10},
-        # reply sizes that name their file (an int subclass the compiled record must keep)
-        {**base, "server": "flash-amped", "workload": "fileset", "rate_per_s": 3000.0},
-    ]
-    return out
 
 
 CHILD = """

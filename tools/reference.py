@@ -1,0 +1,103 @@
+"""Records of the reference set, written once and compared later, field by field.
+
+A refactor that must not change results (the server contract of issue 15, a
+faster hot path) is checked by recording the reference set's run records before
+it and comparing after it:
+
+    python tools/reference.py write out/reference.json    # before the change
+    python tools/reference.py check out/reference.json    # after it: exit 1 on any difference
+
+The reference set is every registered server with both paper workloads, plus
+higher limits, a policy, a CPU quota, the modern kernel and a file set (the same
+set ``tests/test_native.py`` runs compiled and from source).  Timing fields are
+left out; every other field must be equal, floats to the last bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+#: fields that measure the simulator, not the model
+TIMING_FIELDS = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
+
+
+def reference_set() -> list[dict[str, Any]]:
+    from models.experiment import SERVERS
+
+    base = {"rate_per_s": 24000.0, "duration_s": 1.0, "warmup_s": 0.25, "seed": 3}
+    out: list[dict[str, Any]] = []
+    for server in SERVERS:
+        for workload in ("one-packet", "specweb99"):
+            rate = 24000.0 if workload == "one-packet" else 4000.0
+            out.append({**base, "server": server, "workload": workload, "rate_per_s": rate})
+    out += [
+        {**base, "server": "userver", "accept_limit": "inf"},
+        {**base, "server": "tux", "accept_limit": "inf"},
+        {**base, "server": "knot", "accept_limit": 50},
+        {**base, "server": "userver", "policy": "hill-climb"},
+        {**base, "server": "userver", "cpu_quota": 0.5, "cpu_period_s": 0.01},
+        {**base, "server": "userver", "kernel": "linux-modern", "accept_limit": 10},
+        # reply sizes that name their file (an int subclass the compiled record must keep)
+        {**base, "server": "flash-amped", "workload": "fileset", "rate_per_s": 3000.0},
+    ]
+    return out
+
+
+def records(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each point's run record without its timing fields, as JSON gives it back."""
+    from models.experiment import RunConfig, simulate
+
+    out = []
+    for fields in points:
+        record = simulate(RunConfig.from_dict(fields))
+        for name in TIMING_FIELDS:
+            record.pop(name, None)
+        out.append(json.loads(json.dumps(record, default=repr)))
+    return out
+
+
+def differences(old: Any, new: Any, path: str = "") -> list[str]:
+    """Where two records differ, as ``path: old -> new`` lines."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new), key=str):
+            out += differences(old.get(key, "<missing>"), new.get(key, "<missing>"),
+                               f"{path}.{key}" if path else str(key))
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [d for i, (a, b) in enumerate(zip(old, new, strict=True))
+                for d in differences(a, b, f"{path}[{i}]")]
+    return [] if old == new else [f"{path}: {old!r} -> {new!r}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("write", "check"))
+    parser.add_argument("path", type=Path)
+    args = parser.parse_args(argv)
+    points = reference_set()
+    if args.action == "write":
+        args.path.parent.mkdir(parents=True, exist_ok=True)
+        args.path.write_text(json.dumps({"points": points, "records": records(points)}))
+        print(f"wrote {len(points)} records to {args.path}")
+        return 0
+    saved = json.loads(args.path.read_text())
+    if saved["points"] != points:
+        print("the reference set changed since it was written (servers or points); "
+              "write it again from the version before the change", file=sys.stderr)
+        return 2
+    found = [f"{p['server']} {p.get('workload', 'one-packet')}: {d}"
+             for p, old, new in zip(points, saved["records"], records(points), strict=True)
+             for d in differences(old, new)]
+    for line in found:
+        print(line)
+    print(f"{len(points)} records, {len(found)} differences")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
