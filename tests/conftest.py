@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
 from models.experiment import RunConfig, simulate
@@ -27,3 +31,15 @@ def small_run():
         return cache[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def reference_tool() -> ModuleType:
+    """``tools/reference.py`` (the reference set and its record comparison), loaded from
+    its file: ``tools/`` is not a package."""
+    path = Path(__file__).resolve().parents[1] / "tools" / "reference.py"
+    spec = importlib.util.spec_from_file_location("reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -8,23 +8,18 @@ field by field, bit for bit, except the simulator's own CPU-time figures.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
-# the reference set and its timing fields live with the tool that records them
-_spec = importlib.util.spec_from_file_location("reference", ROOT / "tools" / "reference.py")
-reference = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-_spec.loader.exec_module(reference)  # type: ignore[union-attr]
-reference_set, TIMING_FIELDS = reference.reference_set, reference.TIMING_FIELDS
 
 #: CI sets this so that a build that silently fell back to Python fails the run
 REQUIRE_ENV = "ACCEPTSIM_REQUIRE_COMPILED"
@@ -44,10 +39,11 @@ print(json.dumps(out, default=repr))
 """
 
 
-def run_set(pure: bool, points: list[dict[str, object]]) -> dict[str, object]:
+def run_set(pure: bool, points: list[dict[str, object]], timing_fields: tuple[str, ...]
+            ) -> dict[str, object]:
     env = {**os.environ, native.PURE_ENV: "1" if pure else "0"}
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(points), json.dumps(TIMING_FIELDS)],
+        [sys.executable, "-c", CHILD, json.dumps(points), json.dumps(timing_fields)],
         env=env, cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(child.stdout)
@@ -59,12 +55,13 @@ def test_ci_runs_the_compiled_build() -> None:
     assert native.is_compiled(), native.path_in_use()
 
 
-def test_compiled_and_python_sources_give_identical_results() -> None:
+def test_compiled_and_python_sources_give_identical_results(reference_tool: ModuleType) -> None:
     if not native.is_compiled():
         pytest.skip(f"the compiled hot path is not in use: {native.path_in_use()}")
-    points = reference_set()
-    compiled = run_set(pure=False, points=points)
-    python = run_set(pure=True, points=points)
+    points = reference_tool.reference_set()  # the set tools/reference.py records
+    timing = reference_tool.TIMING_FIELDS
+    compiled = run_set(pure=False, points=points, timing_fields=timing)
+    python = run_set(pure=True, points=points, timing_fields=timing)
     assert compiled["path"] == "compiled (mypyc)"
     assert str(python["path"]).startswith("pure Python")
     for fields, a, b in zip(points, compiled["records"], python["records"], strict=True):

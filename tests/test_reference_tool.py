@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("reference", ROOT / "tools" / "reference.py")
-reference = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-_spec.loader.exec_module(reference)  # type: ignore[union-attr]
 
-
-def test_differences_name_every_changed_leaf() -> None:
+def test_differences_name_every_changed_leaf(reference_tool: ModuleType) -> None:
+    reference = reference_tool
     old = {"a": 1.0, "b": {"c": [1, 2], "d": "x"}}
     new = {"a": 1.0000000000000002, "b": {"c": [1, 3], "e": "x"}}
     assert reference.differences(old, new) == [
@@ -25,8 +21,10 @@ def test_differences_name_every_changed_leaf() -> None:
 
 
 def test_check_passes_on_its_own_records_and_fails_on_a_changed_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    reference_tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    reference = reference_tool
     small = [p for p in reference.reference_set() if p["server"] in ("userver", "knot")][:3]
     monkeypatch.setattr(reference, "reference_set", lambda: small)
     path = tmp_path / "ref.json"
