@@ -17,9 +17,8 @@ from typing import Any
 from models import arrivals, policies
 from models.client import Client, ClientParams
 from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
-from models.kernel import LINUX_24, PROFILE_SUMMARIES, PROFILES, KernelProfile, ListenSocket
+from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
 from models.servers.registry import SERVERS
-from models.servers.spec import summary_of
 from models.workloads import WORKLOADS, parse_wsesslog
 from sim.cpu import KERNEL, Cpu
 from sim.engine import Environment
@@ -27,27 +26,6 @@ from sim.errors import ConfigError
 from sim.params import Params, param
 from sim.results import differences, ratio, summary_ms
 from sim.streams import Streams
-
-
-def catalog() -> dict[str, list[dict[str, Any]]]:
-    """Every server, workload and kernel profile a run can name: its name, one-line
-    summary and parameter table (a kernel profile's table shows its own values)."""
-    servers = [
-        {"name": name, "summary": spec.summary, "params": spec.params.describe()}
-        for name, spec in SERVERS.items()
-    ]
-    workloads = [
-        {"name": name, "summary": summary_of(cls), "params": params_cls.describe()}
-        for name, (cls, params_cls) in WORKLOADS.items()
-    ]
-    kernels = []
-    for name, profile in PROFILES.items():
-        rows = KernelProfile.describe()
-        for row in rows:
-            row["default"] = getattr(profile, row["name"])
-        kernels.append({"name": name, "summary": PROFILE_SUMMARIES[name], "params": rows})
-    return {"servers": servers, "workloads": workloads, "kernels": kernels}
-
 
 #: the shortest time a duration, warm-up, timeout or sampling interval may be (1 us: the
 #: CPU costs are of that order; a denormal 1e-320 s has no physical sense)

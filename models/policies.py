@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sim.errors import ConfigError
-from sim.params import Params, ascii_number, param
+from sim.params import Params, ascii_number, param, summary_of
 
 if TYPE_CHECKING:
     from models.client import Client
@@ -730,8 +730,7 @@ def describe() -> list[dict[str, Any]]:
     """Every built-in policy: its name, summary and parameter table."""
     out = []
     for name, cls in POLICIES.items():
-        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-        out.append({"name": name, "doc": " ".join(doc.split()), "params": cls.Params.describe()})
+        out.append({"name": name, "doc": summary_of(cls), "params": cls.Params.describe()})
     return out
 
 

@@ -32,6 +32,12 @@ def ascii_number(text: str, kind: type = float) -> Any:
     return kind(text)
 
 
+def summary_of(obj: object) -> str:
+    """The first paragraph of an object's docstring, on one line (a one-line summary for
+    listings such as ``acceptsim policies`` and ``acceptsim servers``)."""
+    return " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split())
+
+
 def param(
     default: Any,
     *,

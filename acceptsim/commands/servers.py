@@ -6,12 +6,35 @@ import argparse
 import json
 from typing import Any
 
-from models.experiment import catalog
+from models.kernel import PROFILE_SUMMARIES, PROFILES, KernelProfile
+from models.servers.registry import SERVERS
+from models.workloads import WORKLOADS
 from sim.errors import ConfigError
+from sim.params import summary_of
 from sim.results import json_safe
 
 #: the catalog's sections, with the ``acceptsim run`` option that names their entries
 SECTIONS = {"servers": "--server", "workloads": "--workload", "kernels": "--kernel"}
+
+
+def catalog() -> dict[str, list[dict[str, Any]]]:
+    """Every server, workload and kernel profile a run can name: its name, one-line
+    summary and parameter table (a kernel profile's table shows its own values)."""
+    servers = [
+        {"name": name, "summary": spec.summary, "params": spec.params.describe()}
+        for name, spec in SERVERS.items()
+    ]
+    workloads = [
+        {"name": name, "summary": summary_of(cls), "params": params_cls.describe()}
+        for name, (cls, params_cls) in WORKLOADS.items()
+    ]
+    kernels = []
+    for name, profile in PROFILES.items():
+        rows = KernelProfile.describe()
+        for row in rows:
+            row["default"] = getattr(profile, row["name"])
+        kernels.append({"name": name, "summary": PROFILE_SUMMARIES[name], "params": rows})
+    return {"servers": servers, "workloads": workloads, "kernels": kernels}
 
 
 def add_parser(subparsers: Any) -> None:

@@ -62,10 +62,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from models.connection import ACCEPTED, Connection
-from models.servers.spec import ServerSpec, summary_of
+from models.servers.spec import ServerSpec
 from models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
 from sim.cpu import BLOCK
-from sim.params import param
+from sim.params import param, summary_of
 
 if TYPE_CHECKING:
     from models.client import Client

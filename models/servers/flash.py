@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any
 from models.connection import CLOSED, Connection
 from models.filecache import DiskParams, Storage
 from models.servers.base import Server
-from models.servers.spec import ServerSpec, summary_of
+from models.servers.spec import ServerSpec
 from models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
 from sim.cpu import BLOCK
 from sim.errors import ConfigError
-from sim.params import param
+from sim.params import param, summary_of
 
 if TYPE_CHECKING:
     from models.client import Client

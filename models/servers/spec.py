@@ -34,8 +34,3 @@ class ServerSpec:
     #: server parameters the registry-wide property tests run it with, to exercise
     #: what its defaults leave off (a background class, a small file cache, ...)
     test_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-
-
-def summary_of(cls: type) -> str:
-    """The first paragraph of a class's docstring, on one line."""
-    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())

@@ -43,9 +43,9 @@ from models.connection import Connection
 from models.kernel import ListenSocket
 from models.link import Link
 from models.servers.base import ACCEPT, Server
-from models.servers.spec import ServerSpec, summary_of
+from models.servers.spec import ServerSpec
 from sim.cpu import BLOCK
-from sim.params import Params, param
+from sim.params import Params, param, summary_of
 from sim.results import summary_ms
 from sim.streams import Streams
 
