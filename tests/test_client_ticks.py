@@ -13,8 +13,6 @@ tick 0 switches the mechanism off.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,10 +48,6 @@ def client(profile=LINUX_24):  # type: ignore[no-untyped-def]
     kernel = SynRecorder(env)
     c._kernel_syn = kernel.syn  # only SYNs reach the server in these tests
     return env, c, kernel
-
-
-def test_the_paper_profile_ticks_at_hz_100() -> None:
-    assert TICK == 0.01
 
 
 @settings(max_examples=200, deadline=None)
@@ -119,10 +113,10 @@ def overload(tick: float) -> dict:  # type: ignore[type-arg]
 def test_in_overload_a_dropped_connection_rarely_gets_in_on_a_retransmission() -> None:
     """With ticks, retransmitted SYNs arrive in bursts and lose the race for free slots
     to new connections: a completed connection lost far fewer SYNs on the way in
-    (the mechanism switched off: tick 0)."""
+    (the mechanism switched off: tick 0).  ``TICK`` is the paper profile's own, so
+    this also fails if that profile stops ticking."""
     on, off = overload(TICK), overload(0.0)
     assert on["syn_drops_per_timed_out"] == pytest.approx(3.0, abs=0.05)
     # 0.11 against 0.20 (two-minute runs at 20,000/s: 0.16 against 0.53)
     assert on["syn_drops_per_completed"] < 0.7 * off["syn_drops_per_completed"]
     assert on["drops_per_s"]["total"] < 0.95 * off["drops_per_s"]["total"]
-    assert not math.isnan(on["reply_rate_per_s"])
