@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -43,6 +44,9 @@ def count(
              f"--cachegrind-out-file={Path(tmp) / 'cg.out'}",
              sys.executable, "-m", "acceptsim.cli", *args],
             capture_output=True, text=True, check=True,
+            # string hashing is randomised per process; it orders sets and dicts of
+            # strings, and with it the interpreter's work, by several per cent
+            env={**os.environ, "PYTHONHASHSEED": "0"},
         )  # fmt: skip
     refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
     if refs is None:
