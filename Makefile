@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml setup.py
 # recompile the hot path after an edit (until then its Python sources run: sim/native.py);
 # not when the build already matches the sources (as right after the install)
 $(NATIVE): $(STAMP) $(HOT)
-	$(BIN)/python -W ignore -c "from sim import native; raise SystemExit(not native.is_compiled())" \
+	$(BIN)/python -W ignore -c "from acceptsim.sim import native; raise SystemExit(not native.is_compiled())" \
 		|| $(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE)
 
@@ -48,4 +48,4 @@ lint: $(STAMP)
 clean:
 	rm -rf $(VENV) out build
 	find sim models -name '*.so' -delete
-	rm -f acceptsim_hot__mypyc*.so
+	rm -f acceptsim/_hot__mypyc*.so

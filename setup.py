@@ -73,7 +73,7 @@ class BuildExt(build_ext):
             return
         if self.extensions:
             write_manifest(ROOT / "sim")  # in place (editable installs, a checkout)
-            write_manifest(Path(self.build_lib) / "sim")  # in the wheel
+            write_manifest(Path(self.build_lib) / NATIVE.PACKAGE / "sim")  # in the wheel
 
     def remove_outputs(self) -> None:
         """Remove what a failed build left: a partial build must not be imported."""
@@ -99,7 +99,10 @@ def ext_modules() -> list[object]:
     try:
         from mypyc.build import mypycify
 
-        return mypycify(options + list(NATIVE.COMPILED), opt_level="3", group_name="acceptsim_hot")
+        # compiled through the package's own path (acceptsim/sim is a link to sim/ in a
+        # checkout), so that the modules are named acceptsim.sim.engine, ...
+        sources = [f"{NATIVE.PACKAGE}/{path}" for path in NATIVE.COMPILED]
+        return mypycify(options + sources, opt_level="3", group_name="acceptsim._hot")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (mypyc exits on a type error)
         print(f"acceptsim: mypyc could not compile the hot path ({exc!r}): installing the "
               "pure-Python hot path", file=sys.stderr)

@@ -28,8 +28,8 @@ from acceptsim.commands import (
     sweep,
 )
 from acceptsim.measure.errors import ParseError
-from models.policies import PolicyError
-from sim.errors import ConfigError, shorten
+from acceptsim.models.policies import PolicyError
+from acceptsim.sim.errors import ConfigError, shorten
 
 COMMANDS = [run, servers, policies, search, compare, reproduce, sweep, bench, measure, calibrate]
 
@@ -51,7 +51,7 @@ class _Version(argparse.Action):
     """``--version``: the package version and the simulation hot path in use."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from sim import native
+        from acceptsim.sim import native
 
         print(f"acceptsim {__version__} (hot path: {native.path_in_use()})")
         parser.exit()

@@ -6,11 +6,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from models.costs import HostCosts
-from models.experiment import resolve_costs, resolve_kernel
-from models.kernel import KernelProfile
-from sim.errors import ConfigError, read_user_file
-from sim.params import ascii_number
+from acceptsim.models.costs import HostCosts
+from acceptsim.models.experiment import resolve_costs, resolve_kernel
+from acceptsim.models.kernel import KernelProfile
+from acceptsim.sim.errors import ConfigError, read_user_file
+from acceptsim.sim.params import ascii_number
 
 
 def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]:

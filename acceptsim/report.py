@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sim.scenario import Scenario  # noqa: E402
+from acceptsim.sim.scenario import Scenario  # noqa: E402
 
 LABELS = {
     "target_rate_per_s": "target rate (requests/s)",
@@ -239,10 +239,10 @@ def section7_section(
     text = (
         "## Past saturation: brief section 7 under the paper's protocol\n\n"
         "Two-minute runs measured from their start, seed 1, default parameter sets "
-        "(`python -m models.calibration section7`).  Past saturation the figures above, "
+        "(`python -m acceptsim.models.calibration section7`).  Past saturation the figures above, "
         "from shorter runs, are higher: the clients' held sockets, and with them the "
         "collapse, build up over the first timeout and the SYN retransmissions.  `fitted`: "
-        "the number was a target of `python -m models.calibration overload`.\n\n"
+        "the number was a target of `python -m acceptsim.models.calibration overload`.\n\n"
         + markdown_table(rows) + "\n\n"
     )
     for rate in sorted({float(r) for r in frame["target_rate_per_s"]}):

@@ -6,7 +6,7 @@ SYN, :mod:`models.kernel` queues or drops it, a server in
 receives the reply.  :mod:`models.experiment` wires one run together.
 """
 
-import sim  # noqa: F401  (chooses the compiled hot path or its sources: sim.native)
-from models.experiment import RunConfig, simulate
+from acceptsim import sim  # noqa: F401  (chooses the compiled hot path or its sources: sim.native)
+from acceptsim.models.experiment import RunConfig, simulate
 
 __all__ = ["RunConfig", "simulate"]

@@ -33,11 +33,11 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sim.errors import ConfigError
-from sim.params import ascii_number
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import ascii_number
 
 if TYPE_CHECKING:
-    from sim.streams import Streams
+    from acceptsim.sim.streams import Streams
 
 FIELD = "rate_profile"
 

@@ -3,10 +3,10 @@ and the SPECweb99-like client think time to the paper's userver ratio.
 
 Usage::
 
-    python -m models.calibration tux     [--maxfev 12] [--write]
-    python -m models.calibration knot    [--maxfev 12] [--write]
-    python -m models.calibration specweb [--write]
-    python -m models.calibration joint-cluster1 [--maxfev 26] [--check] [--write]
+    python -m acceptsim.models.calibration tux     [--maxfev 12] [--write]
+    python -m acceptsim.models.calibration knot    [--maxfev 12] [--write]
+    python -m acceptsim.models.calibration specweb [--write]
+    python -m acceptsim.models.calibration joint-cluster1 [--maxfev 26] [--check] [--write]
 
 A candidate parameter vector is scored by simulating the paper's one-packet
 runs (the same run length, warm-up and seed as the scenarios, so the fit is
@@ -42,18 +42,19 @@ import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq, minimize, minimize_scalar
 
-from models.costs import PARAMETER_SETS, HostCosts
-from models.experiment import RunConfig, simulate
-from models.workloads import WORKLOADS
-from sim.sweep import run_many
+from acceptsim.models.costs import PARAMETER_SETS, HostCosts
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.models.workloads import WORKLOADS
+from acceptsim.sim.sweep import run_many
 
-RESULTS = Path(__file__).with_name("calibration_results.toml")
+RESULTS = Path(str(resources.files("acceptsim.models") / "calibration_results.toml"))
 
 
 @dataclass(frozen=True)
@@ -571,13 +572,14 @@ def _write_section(name: str, text: str, path: Path) -> None:
             if current is not None:
                 sections[current] = sections.get(current, "") + line
     sections[name] = text + "\n"
-    header = ("# Written by `python -m models.calibration NAME --write`; do not edit by hand.\n"
+    header = ("# Written by `python -m acceptsim.models.calibration NAME --write`; "
+              "do not edit by hand.\n"
               "# Peaks are the best reply rate over the problem's grid of target rates.\n\n")
     path.write_text(header + "".join(sections[k] for k in sorted(sections)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m models.calibration", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m acceptsim.models.calibration", description=__doc__)
     p.add_argument("problem", choices=sorted([*PROBLEMS, *RATIO_PROBLEMS, *OVERLOAD_PROBLEMS,
                                               *JOINT_PROBLEMS, "section7"]))
     p.add_argument("--maxfev", type=int, default=12, help="simulation rounds for the optimiser")

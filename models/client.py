@@ -48,17 +48,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from models import arrivals
-from models.connection import SYN_RECV, SYN_SENT, Connection
-from models.workloads import Workload
-from sim.engine import DelayLine
-from sim.params import Params, param
-from sim.streams import Streams
+from acceptsim.models import arrivals
+from acceptsim.models.connection import SYN_RECV, SYN_SENT, Connection
+from acceptsim.models.workloads import Workload
+from acceptsim.sim.engine import DelayLine
+from acceptsim.sim.params import Params, param
+from acceptsim.sim.streams import Streams
 
 if TYPE_CHECKING:
-    from models.costs import HostCosts
-    from models.kernel import KernelProfile, ListenSocket
-    from sim.engine import Environment
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.models.kernel import KernelProfile, ListenSocket
+    from acceptsim.sim.engine import Environment
 
 
 @mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass

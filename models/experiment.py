@@ -14,18 +14,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from models import arrivals, policies
-from models.client import Client, ClientParams
-from models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
-from models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
-from models.servers.registry import SERVERS
-from models.workloads import WORKLOADS, parse_wsesslog
-from sim.cpu import KERNEL, Cpu
-from sim.engine import Environment
-from sim.errors import ConfigError
-from sim.params import Params, param
-from sim.results import differences, ratio, summary_ms
-from sim.streams import Streams
+from acceptsim.models import arrivals, policies
+from acceptsim.models.client import Client, ClientParams
+from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
+from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
+from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
+from acceptsim.sim.cpu import KERNEL, Cpu
+from acceptsim.sim.engine import Environment
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import Params, param
+from acceptsim.sim.results import differences, ratio, summary_ms
+from acceptsim.sim.streams import Streams
 
 #: the shortest time a duration, warm-up, timeout or sampling interval may be (1 us: the
 #: CPU costs are of that order; a denormal 1e-320 s has no physical sense)

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sim.params import Params, param
+from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
-    from sim.engine import Environment
+    from acceptsim.sim.engine import Environment
 
 
 @dataclass(frozen=True)

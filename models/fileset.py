@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import ConfigError
-from sim.params import Params, param
-from sim.streams import Streams
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import Params, param
+from acceptsim.sim.streams import Streams
 
 #: base size of each class in bytes (file k of a class is k times it), SPECweb99
 CLASS_BASE_BYTES = (102.4, 1024.0, 10240.0, 102400.0)

@@ -32,13 +32,20 @@ from typing import TYPE_CHECKING, Protocol
 
 from mypy_extensions import mypyc_attr
 
-from models.connection import ACCEPTED, CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
-from sim.params import Params, param
+from acceptsim.models.connection import (
+    ACCEPTED,
+    CLOSED,
+    ESTABLISHED,
+    SYN_RECV,
+    SYN_SENT,
+    Connection,
+)
+from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
-    from models.costs import HostCosts
-    from sim.cpu import Cpu
-    from sim.engine import Environment
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.sim.cpu import Cpu
+    from acceptsim.sim.engine import Environment
 
 
 @mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sim.engine import Environment
+    from acceptsim.sim.engine import Environment
 
 
 class Link:

@@ -55,13 +55,13 @@ import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from sim.errors import ConfigError
-from sim.params import Params, ascii_number, param, summary_of
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import Params, ascii_number, param, summary_of
 
 if TYPE_CHECKING:
-    from models.client import Client
-    from models.kernel import ListenSocket
-    from sim.engine import Environment
+    from acceptsim.models.client import Client
+    from acceptsim.models.kernel import ListenSocket
+    from acceptsim.sim.engine import Environment
 
 INF = math.inf
 

@@ -17,20 +17,22 @@ web-server model's:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from models.experiment import RunConfig, Work, simulate
-from models.experiment import check_work as experiment_check_work
-from sim import scenario as scenario_mod
-from sim.errors import ConfigError, is_user_file
-from sim.stats import MSER_BATCH, mser5
+from acceptsim.models.experiment import RunConfig, Work, simulate
+from acceptsim.models.experiment import check_work as experiment_check_work
+from acceptsim.sim import scenario as scenario_mod
+from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.stats import MSER_BATCH, mser5
 
-SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+#: the built-in scenarios: package data (``acceptsim/scenarios``, the checkout's ``scenarios/``)
+SCENARIO_DIR = Path(str(resources.files("acceptsim") / "scenarios"))
 
 
 def scenarios() -> dict[str, Path]:
-    """Every scenario in ``scenarios/`` by name."""
+    """Every built-in scenario (``scenarios/``) by name."""
     return {scenario_mod.load(p).name: p for p in sorted(SCENARIO_DIR.glob("*.toml"))}
 
 

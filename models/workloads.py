@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from models.fileset import FileSet, FileSetParams
-from sim.errors import ConfigError, read_user_file
-from sim.params import Params, ascii_number, param
-from sim.streams import Streams
+from acceptsim.models.fileset import FileSet, FileSetParams
+from acceptsim.sim.errors import ConfigError, read_user_file
+from acceptsim.sim.params import Params, ascii_number, param
+from acceptsim.sim.streams import Streams
 
 if TYPE_CHECKING:
-    from models.connection import Connection
+    from acceptsim.models.connection import Connection
 
 
 class Workload(Protocol):
@@ -121,7 +121,7 @@ class SpecWeb99Params(Params):
         "back-to-back requests",
         fitted="fitted to the paper's +39% of userver accept-limit inf over 1 at 30,000 target "
         "requests/s (ratio of reply rates 1.39, mean of seeds 1-3, 10 s runs with 3 s warm-up; "
-        "fit gives 1.3915); see `python -m models.calibration specweb` and "
+        "fit gives 1.3915); see `python -m acceptsim.models.calibration specweb` and "
         "models/calibration_results.toml",
     )
 

@@ -12,15 +12,15 @@
   ``sim.sweep(...)`` is :func:`sim.sweep.sweep`.
 """
 
-from sim import native
+from acceptsim.sim import native
 
 native.install()  # compiled hot path or its Python sources: chosen before they are imported
 
-from sim.cpu import BLOCK, Cpu  # noqa: E402
-from sim.engine import Environment  # noqa: E402
-from sim.errors import ConfigError  # noqa: E402
-from sim.params import Params, param  # noqa: E402
-from sim.streams import Streams  # noqa: E402
+from acceptsim.sim.cpu import BLOCK, Cpu  # noqa: E402
+from acceptsim.sim.engine import Environment  # noqa: E402
+from acceptsim.sim.errors import ConfigError  # noqa: E402
+from acceptsim.sim.params import Params, param  # noqa: E402
+from acceptsim.sim.streams import Streams  # noqa: E402
 
 __all__ = ["BLOCK", "ConfigError", "Cpu", "Environment", "Params", "Streams", "param", "sweep"]
 
@@ -31,5 +31,5 @@ def __getattr__(name: str) -> object:
     if name == "sweep":
         import importlib
 
-        return importlib.import_module("sim.sweep")
+        return importlib.import_module("acceptsim.sim.sweep")
     raise AttributeError(f"module 'sim' has no attribute {name!r}")

@@ -49,7 +49,7 @@ from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sim.engine import Environment
+    from acceptsim.sim.engine import Environment
 
 #: yielded by a task to sleep until woken
 BLOCK = object()

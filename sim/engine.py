@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any
 import simpy
 from simpy.core import EmptySchedule, Infinity, StopSimulation
 
-from sim.cpu import BLOCK
+from acceptsim.sim.cpu import BLOCK
 
 if TYPE_CHECKING:
-    from sim.cpu import Cpu
+    from acceptsim.sim.cpu import Cpu
 
 #: SimPy's priority for ordinary events
 NORMAL = 1

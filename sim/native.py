@@ -14,8 +14,9 @@ The Python sources are used instead when
   ``make build``; the build records each source's digest in :data:`MANIFEST`);
   a warning says so, once.
 
-:func:`install` decides before the first hot module is imported (``sim`` and
-``models`` call it first thing); :func:`path_in_use` says what was chosen.
+:func:`install` decides before the first hot module is imported
+(``acceptsim.sim`` and ``acceptsim.models`` call it first thing); :func:`path_in_use` says
+what was chosen.
 This module imports only the standard library (``setup.py`` reads
 :data:`COMPILED` from it).
 """
@@ -33,7 +34,8 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
-#: the modules mypyc compiles, as paths relative to the repository's root
+#: the modules mypyc compiles, as paths relative to the ``acceptsim`` package (in a
+#: checkout ``acceptsim/sim`` and ``acceptsim/models`` link to the top-level folders)
 COMPILED = (
     "sim/engine.py",
     "sim/cpu.py",
@@ -52,13 +54,16 @@ PURE_ENV = "ACCEPTSIM_PURE_PYTHON"
 #: written beside this module by the build: the digest of each source it compiled
 MANIFEST = "_native_build.json"
 
-_ROOT = Path(__file__).resolve().parents[1]
+#: the ``acceptsim`` package's folder (not resolved: in a checkout ``acceptsim/sim`` is a link)
+_ROOT = Path(os.path.abspath(__file__)).parents[1]
+#: the package the compiled modules belong to
+PACKAGE = "acceptsim"
 _state: dict[str, str] = {}
 
 
 def module_names() -> tuple[str, ...]:
-    """The compiled modules' import names (``sim.engine``, ...)."""
-    return tuple(p.removesuffix(".py").replace("/", ".") for p in COMPILED)
+    """The compiled modules' import names (``acceptsim.sim.engine``, ...)."""
+    return tuple(f"{PACKAGE}." + p.removesuffix(".py").replace("/", ".") for p in COMPILED)
 
 
 def manifest_text(root: Path) -> str:
@@ -104,7 +109,7 @@ class _SourceFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.names:
             return None
-        source = _ROOT / (fullname.replace(".", "/") + ".py")
+        source = _ROOT / (fullname.removeprefix(f"{PACKAGE}.").replace(".", "/") + ".py")
         return importlib.util.spec_from_file_location(fullname, source)
 
 

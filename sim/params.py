@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Self
 
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 INF = math.inf
 #: the largest integer a parameter may hold (it fits a signed 64-bit column)

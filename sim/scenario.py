@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError, read_user_file
+from acceptsim.sim.errors import ConfigError, read_user_file
 
 _KEYS = {"name", "title", "description", "figure", "section", "base", "sweep", "plot", "expect"}
 #: the type each key of a scenario file must have

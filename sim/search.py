@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import ConfigError
-from sim.stats import mean_ci
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.stats import mean_ci
 
 RunFn = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -78,7 +78,7 @@ def evaluate(
 ) -> np.ndarray:
     """The metric for every point and replication (array ``[point, replication]``);
     ``force`` lifts the sweep's work bounds (see :func:`sim.sweep.sweep`)."""
-    from sim.sweep import sweep
+    from acceptsim.sim.sweep import sweep
 
     frame = sweep(
         list(points), run=run, normalise=normalise, replications=replications, jobs=jobs,

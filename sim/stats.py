@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _scipy_stats
 
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 #: confidence level of every interval unless a caller asks for another
 CONFIDENCE = 0.95

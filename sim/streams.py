@@ -20,7 +20,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 #: numbers drawn per refill of a block sampler; large enough to amortise the
 #: numpy call, small enough not to matter for memory

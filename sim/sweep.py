@@ -73,11 +73,11 @@ with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar
     warnings.simplefilter("ignore", TqdmWarning)
     from tqdm.auto import tqdm
 
-from sim.errors import ConfigError, is_user_file
-from sim.results import flatten, json_safe
-from sim.scenario import Scenario
-from sim.scenario import load as load_scenario
-from sim.stats import StoppingRule, summarise
+from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.results import flatten, json_safe
+from acceptsim.sim.scenario import Scenario
+from acceptsim.sim.scenario import load as load_scenario
+from acceptsim.sim.stats import StoppingRule, summarise
 
 RunFn = Callable[[Mapping[str, Any]], dict[str, Any]]
 NormaliseFn = Callable[[Mapping[str, Any]], dict[str, Any]]
@@ -434,7 +434,7 @@ def versions(*functions: Callable[..., Any]) -> dict[str, str]:
 # -- the experiment level ---------------------------------------------------------------------
 def _default_domain() -> Any:
     """The web-server domain's run functions, imported only when a sweep needs them."""
-    return importlib.import_module("models.runner")
+    return importlib.import_module("acceptsim.models.runner")
 
 
 def resolve(

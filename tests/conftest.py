@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from models.experiment import RunConfig, simulate
+from acceptsim.models.experiment import RunConfig, simulate
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-import sim
+from acceptsim import sim
+from acceptsim.models.runner import load_scenario
 from acceptsim.report import add_normalised
-from models.runner import load_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from acceptsim.cli import main as cli
-from models import arrivals
-from models.experiment import TIMESERIES_COLUMNS, RunConfig, simulate
-from sim import scenario as scenario_mod
-from sim import search
-from sim.errors import ConfigError
-from sim.streams import Streams
+from acceptsim.models import arrivals
+from acceptsim.models.experiment import TIMESERIES_COLUMNS, RunConfig, simulate
+from acceptsim.sim import scenario as scenario_mod
+from acceptsim.sim import search
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.streams import Streams
 
 
 def count_arrivals(spec: str, until: float, seed: int = 3) -> np.ndarray:

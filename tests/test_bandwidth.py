@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.experiment import RunConfig, simulate
-from sim import BLOCK, Cpu, Environment
-from sim.errors import ConfigError
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.sim import BLOCK, Cpu, Environment
+from acceptsim.sim.errors import ConfigError
 
 
 def busy(cost: float = 3e-4):

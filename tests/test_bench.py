@@ -8,8 +8,8 @@ import pytest
 
 from acceptsim.cli import main
 from acceptsim.commands.bench import bench, heap_loop, heap_loop_speed
-from models.experiment import SERVERS
-from sim import native
+from acceptsim.models.experiment import SERVERS
+from acceptsim.sim import native
 
 
 def test_bench_reports_every_registered_server() -> None:

@@ -1,6 +1,6 @@
 """Cluster-1 calibration targets beyond the userver's one-packet peaks (slow: `make test-slow`).
 
-Each target is computed the way ``python -m models.calibration`` fits it, so
+Each target is computed the way ``python -m acceptsim.models.calibration`` fits it, so
 a change of model or default that moves a result out of the brief's 10 % band
 (section 7) fails here.
 """
@@ -12,9 +12,9 @@ import math
 import pytest
 
 from acceptsim.commands.search import DEFAULT_CANDIDATES, search_static
-from models import calibration, simulate
-from models.costs import CLUSTER1
-from models.workloads import SpecWeb99Params
+from acceptsim.models import calibration, simulate
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.models.workloads import SpecWeb99Params
 
 pytestmark = pytest.mark.slow
 

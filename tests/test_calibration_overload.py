@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models import calibration
+from acceptsim.models import calibration
 
 
 def test_fit_overload_finds_the_value_where_every_target_is_met(

@@ -10,9 +10,9 @@ import pytest
 from test_cli import acceptsim
 
 from acceptsim.commands.servers import catalog
-from models.experiment import SERVERS
-from models.kernel import PROFILES
-from models.workloads import WORKLOADS
+from acceptsim.models.experiment import SERVERS
+from acceptsim.models.kernel import PROFILES
+from acceptsim.models.workloads import WORKLOADS
 
 
 def test_the_catalog_has_every_registered_name_with_a_summary() -> None:

@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from models import RunConfig, simulate
-from models.costs import CLUSTER1
+from acceptsim.models import RunConfig, simulate
+from acceptsim.models.costs import CLUSTER1
 
 OFF = CLUSTER1.replace(client_loop_base_s=0.0, client_poll_per_socket_s=0.0)
 ON = CLUSTER1.replace(client_loop_base_s=0.0, client_poll_per_socket_s=0.3e-6)

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import RunConfig, simulate
-from models.client import Client, ClientParams
-from models.connection import Connection
-from models.costs import CLUSTER1
-from models.kernel import LINUX_24
-from models.workloads import OnePacket, OnePacketParams
-from sim import Environment
-from sim.streams import Streams
+from acceptsim.models import RunConfig, simulate
+from acceptsim.models.client import Client, ClientParams
+from acceptsim.models.connection import Connection
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.models.kernel import LINUX_24
+from acceptsim.models.workloads import OnePacket, OnePacketParams
+from acceptsim.sim import Environment
+from acceptsim.sim.streams import Streams
 
 TICK = LINUX_24.client_timer_tick_s
 

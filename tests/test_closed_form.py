@@ -16,8 +16,8 @@ import math
 import numpy as np
 from scipy import stats
 
-from models import RunConfig, simulate
-from models.costs import HostCosts
+from acceptsim.models import RunConfig, simulate
+from acceptsim.models.costs import HostCosts
 
 #: every CPU cost (seconds, or seconds per unit) set to zero
 ZERO = {row["name"]: 0.0 for row in HostCosts.describe() if row["unit"].startswith("s")}

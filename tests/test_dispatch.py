@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from models import RunConfig, simulate
-from models.servers.dispatch import SPECS as DISPATCH_SPECS
-from sim.errors import ConfigError
+from acceptsim.models import RunConfig, simulate
+from acceptsim.models.servers.dispatch import SPECS as DISPATCH_SPECS
+from acceptsim.sim.errors import ConfigError
 
 MECHANISMS = sorted(spec.name for spec in DISPATCH_SPECS)
 NONDETERMINISTIC = ("sim_cpu_time_s", "sim_conns_per_cpu_s")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim import BLOCK, Cpu, Environment
-from sim.engine import DelayLine
+from acceptsim.sim import BLOCK, Cpu, Environment
+from acceptsim.sim.engine import DelayLine
 
 
 def test_burst_ends_after_its_cost_when_nothing_interrupts() -> None:

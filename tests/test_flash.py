@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from models import RunConfig, simulate
-from models.filecache import Disk, DiskParams, FileCache, Storage
-from models.fileset import FileSet, FileSetParams
-from sim.engine import Environment
-from sim.errors import ConfigError
-from sim.streams import Streams
+from acceptsim.models import RunConfig, simulate
+from acceptsim.models.filecache import Disk, DiskParams, FileCache, Storage
+from acceptsim.models.fileset import FileSet, FileSetParams
+from acceptsim.sim.engine import Environment
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.streams import Streams
 
 FLASH = ("flash-sped", "flash-amped", "flash-mp", "flash-mt")
 

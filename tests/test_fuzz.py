@@ -26,15 +26,15 @@ import tomli_w
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import models.experiment as experiment
+import acceptsim.models.experiment as experiment
 from acceptsim.cli import main
 from acceptsim.measure import load_run
 from acceptsim.measure.errors import ParseError
-from models.costs import HostCosts
-from models.experiment import SERVERS, RunConfig
-from models.policies import POLICIES
-from models.workloads import WORKLOADS
-from sim.errors import ConfigError
+from acceptsim.models.costs import HostCosts
+from acceptsim.models.experiment import SERVERS, RunConfig
+from acceptsim.models.policies import POLICIES
+from acceptsim.models.workloads import WORKLOADS
+from acceptsim.sim.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_RUN = REPO / "tests" / "data" / "measured" / "nginx-loopback"
@@ -170,7 +170,7 @@ SCALING = {"--timeseries", "--idle-connections", "--server-param", "--workload-p
 @contextlib.contextmanager
 def small_bounds() -> Iterator[None]:
     """Work bounds low enough that anything accepted without --force finishes in moments."""
-    sweep_module = sys.modules["sim.sweep"]
+    sweep_module = sys.modules["acceptsim.sim.sweep"]
     with (
         mock.patch.object(experiment, "MAX_ATTEMPTS", 3000.0),
         mock.patch.object(experiment, "MAX_SERIES_POINTS", 300.0),

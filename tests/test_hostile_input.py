@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-import models.experiment as experiment
-import sim
+import acceptsim.models.experiment as experiment
+from acceptsim import sim
 from acceptsim.cli import main
 from acceptsim.measure import load_run
-from models.experiment import Host, RunConfig, check_work, estimate_work, simulate
-from sim.errors import ConfigError
+from acceptsim.models.experiment import Host, RunConfig, check_work, estimate_work, simulate
+from acceptsim.sim.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "tests" / "data" / "measured" / "nginx-loopback"

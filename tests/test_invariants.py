@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models import RunConfig, simulate
+from acceptsim.models import RunConfig, simulate
 
 NONDETERMINISTIC = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
 
@@ -106,7 +106,7 @@ def test_a_run_leaves_no_cyclic_garbage(server: str, workload: str) -> None:
     safe while the models create no reference cycles as they run."""
     import gc
 
-    from models.experiment import Host
+    from acceptsim.models.experiment import Host
 
     config = RunConfig(server=server, workload=workload, accept_limit=10, rate_per_s=20000.0,
                        duration_s=0.5, warmup_s=0.1)  # fmt: skip

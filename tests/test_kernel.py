@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from models.connection import CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
-from models.costs import CLUSTER1
-from models.kernel import LINUX_24, LINUX_MODERN, KernelProfile, ListenSocket
-from sim import Cpu, Environment
+from acceptsim.models.connection import CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.models.kernel import LINUX_24, LINUX_MODERN, KernelProfile, ListenSocket
+from acceptsim.sim import Cpu, Environment
 
 
 class RecordingClient:
@@ -205,8 +205,8 @@ def test_a_synack_retransmission_moves_an_overflowed_bare_ack_without_data() -> 
 
 
 def test_drop_kinds_are_declared_once_and_read_by_the_record_and_the_policy_view() -> None:
-    from models import RunConfig, simulate
-    from models.kernel import DROP_KINDS
+    from acceptsim.models import RunConfig, simulate
+    from acceptsim.models.kernel import DROP_KINDS
 
     host = Host()
     for _ in range(131):  # fill the accept queue; the rest of the SYNs overflow or drop

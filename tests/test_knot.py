@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from models.costs import CLUSTER2
-from models.experiment import Host, RunConfig
-from models.servers.knot import Knot
+from acceptsim.models.costs import CLUSTER2
+from acceptsim.models.experiment import Host, RunConfig
+from acceptsim.models.servers.knot import Knot
 
 
 def _run(**fields):

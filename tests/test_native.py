@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from sim import native
+from acceptsim.sim import native
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,8 +27,8 @@ REQUIRE_ENV = "ACCEPTSIM_REQUIRE_COMPILED"
 
 CHILD = """
 import json, sys
-from models.experiment import RunConfig, simulate
-from sim import native
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.sim import native
 out = {"path": native.path_in_use(), "records": []}
 for fields in json.loads(sys.argv[1]):
     record = simulate(RunConfig.from_dict(fields))
@@ -71,7 +71,8 @@ def test_compiled_and_python_sources_give_identical_results(reference_tool: Modu
 
 
 def test_pure_python_switch_loads_the_sources() -> None:
-    code = "import sim.engine, models.kernel; print(sim.engine.__file__, models.kernel.__file__)"
+    code = ("import acceptsim.sim.engine as e, acceptsim.models.kernel as k; "
+            "print(e.__file__, k.__file__)")
     env = {**os.environ, native.PURE_ENV: "1"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -89,7 +90,7 @@ def test_a_source_edited_since_the_build_runs_from_source() -> None:
     digests["sim/cpu.py"] = "0" * 64  # as if sim/cpu.py had been edited after the build
     try:
         manifest.write_text(json.dumps(digests))
-        code = "from sim import native; print(native.path_in_use())"
+        code = "from acceptsim.sim import native; print(native.path_in_use())"
         child = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True,
             env={**os.environ, native.PURE_ENV: "0"},

@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from models import simulate
+from acceptsim.models import simulate
 
 pytestmark = pytest.mark.slow
 

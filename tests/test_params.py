@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from models import RunConfig
-from models.costs import CLUSTER1, HostCosts
-from sim.errors import ConfigError
+from acceptsim.models import RunConfig
+from acceptsim.models.costs import CLUSTER1, HostCosts
+from acceptsim.sim.errors import ConfigError
 
 
 def test_every_cost_has_a_unit_and_a_description() -> None:

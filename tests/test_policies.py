@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import policies
-from models.experiment import RunConfig, simulate
-from models.policies import POLICIES, Policy, PolicyError, ServerView
-from sim.errors import ConfigError
+from acceptsim.models import policies
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.models.policies import POLICIES, Policy, PolicyError, ServerView
+from acceptsim.sim.errors import ConfigError
 
 SHORT = {"duration_s": 1.5, "warmup_s": 0.0, "rate_per_s": 20000.0}
 
@@ -380,8 +380,8 @@ def test_a_userver_subclass_that_redefines_the_inlined_hooks_is_still_called(
 ) -> None:
     """The userver's loop writes hold(), release(), readable() and getevents()
     inline only for its own definitions: a subclass's versions are called."""
-    from models import experiment
-    from models.servers.userver import Userver
+    from acceptsim.models import experiment
+    from acceptsim.models.servers.userver import Userver
 
     calls = {"hold": 0, "release": 0, "readable": 0, "getevents": 0}
 

@@ -25,6 +25,7 @@ def test_citation_and_changelog_name_the_current_version() -> None:
 
 
 def test_the_licence_file_is_the_licence_declared() -> None:
-    declared = PYPROJECT["license"]["text"]
+    declared = PYPROJECT["license"]  # an SPDX expression
+    assert PYPROJECT["license-files"] == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text().startswith(f"{declared} License")
     assert f"license: {declared}" in (ROOT / "CITATION.cff").read_text()

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from acceptsim.cli import main
-from models.calibration import PAPER_DURATION_S
+from acceptsim.models.calibration import PAPER_DURATION_S
 
 SCENARIO = """\
 name = "one-quiet-point"

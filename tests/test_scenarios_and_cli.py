@@ -10,9 +10,9 @@ import pytest
 
 from acceptsim import report
 from acceptsim.cli import main
-from acceptsim.commands.reproduce import available
-from models.experiment import RunConfig
-from sim import scenario
+from acceptsim.models.experiment import RunConfig
+from acceptsim.models.runner import scenarios as available
+from acceptsim.sim import scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.toml"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acceptsim.commands import reproduce
-from models import calibration
+from acceptsim.models import calibration
 
 
 def test_section7_section_has_every_target_and_equation1_at_20000_and_30000(

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.experiment import RunConfig, simulate
-from models.servers.registry import SERVERS
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.models.servers.registry import SERVERS
 
 
 @pytest.mark.parametrize("name", list(SERVERS))

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from sim.errors import ConfigError
-from sim.stats import StoppingRule, mean_ci, mser, mser5, summarise
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.stats import StoppingRule, mean_ci, mser, mser5, summarise
 
 
 def test_mean_ci_matches_the_student_t_formula() -> None:

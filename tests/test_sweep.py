@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import sim
-from sim.engine import Environment
-from sim.errors import ConfigError
-from sim.stats import StoppingRule, mean_ci
-from sim.streams import Streams
-from sim.sweep import (
+from acceptsim import sim
+from acceptsim.sim.engine import Environment
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.stats import StoppingRule, mean_ci
+from acceptsim.sim.streams import Streams
+from acceptsim.sim.sweep import (
     deterministic,
     make_tasks,
     read_results,
@@ -188,7 +188,7 @@ class FailsAfter:
         if self.calls >= self.k:
             raise KeyboardInterrupt("killed")
         self.calls += 1
-        from models.runner import run_point
+        from acceptsim.models.runner import run_point
 
         return run_point(point)
 
@@ -199,7 +199,7 @@ class Counting:
 
     def __call__(self, point: Mapping[str, Any]) -> dict[str, Any]:
         self.calls += 1
-        from models.runner import run_point
+        from acceptsim.models.runner import run_point
 
         return run_point(point)
 
@@ -239,7 +239,7 @@ class DiesOn:
         if point["rate_per_s"] == self.rate:
             time.sleep(0.3)  # let the other worker finish something first
             os._exit(1)
-        from models.runner import run_point
+        from acceptsim.models.runner import run_point
 
         return run_point(point)
 
@@ -299,7 +299,7 @@ def test_a_killed_cli_sweep_resumes_to_the_same_table_as_an_uninterrupted_one(
 
 # -- warm-up detection on the model ----------------------------------------------------------------
 def test_a_reply_series_does_not_change_a_run() -> None:
-    from models import simulate
+    from acceptsim.models import simulate
 
     plain = simulate(rate_per_s=20000, duration_s=1.0, warmup_s=0.3)
     with_series = simulate(rate_per_s=20000, duration_s=1.0, warmup_s=0.3, series_interval_s=0.05)
@@ -339,10 +339,10 @@ def test_a_series_too_short_for_mser5_is_refused_before_running() -> None:
 
 def test_sim_sweep_is_callable_and_a_simulation_does_not_import_it() -> None:
     code = (
-        "import sys, models\n"
-        "assert 'pandas' not in sys.modules and 'sim.sweep' not in sys.modules\n"
-        "import sim\n"
-        "from sim.sweep import run_many\n"
+        "import sys\nfrom acceptsim import models\n"
+        "assert 'pandas' not in sys.modules and 'acceptsim.sim.sweep' not in sys.modules\n"
+        "from acceptsim import sim\n"
+        "from acceptsim.sim.sweep import run_many\n"
         "assert callable(sim.sweep) and sim.sweep.run_many is run_many\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from models.connection import ACCEPTED, Connection
-from models.costs import CLUSTER1
-from models.experiment import Host, RunConfig
-from models.servers.tux import Tux, _TuxConn
+from acceptsim.models.connection import ACCEPTED, Connection
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.models.experiment import Host, RunConfig
+from acceptsim.models.servers.tux import Tux, _TuxConn
 
 
 def _host(**fields) -> Host:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from models import simulate
-from models.link import Link
-from sim.engine import Environment
+from acceptsim.models import simulate
+from acceptsim.models.link import Link
+from acceptsim.sim.engine import Environment
 
 
 def run(server: str, bg_rate: float, **kw: object) -> dict:

@@ -7,16 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from models.experiment import RunConfig, simulate
-from models.workloads import (
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.models.workloads import (
     SPECWEB_CLASS_SHARES,
     SpecWeb99,
     SpecWeb99Params,
     parse_wsesslog,
     specweb_file_table,
 )
-from sim.errors import ConfigError
-from sim.streams import Streams
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.streams import Streams
 
 
 def test_specweb_mean_requests_per_connection_within_ci():

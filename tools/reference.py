@@ -26,7 +26,7 @@ TIMING_FIELDS = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
 
 
 def reference_set() -> list[dict[str, Any]]:
-    from models.experiment import SERVERS
+    from acceptsim.models.experiment import SERVERS
 
     base = {"rate_per_s": 24000.0, "duration_s": 1.0, "warmup_s": 0.25, "seed": 3}
     out: list[dict[str, Any]] = []
@@ -49,7 +49,7 @@ def reference_set() -> list[dict[str, Any]]:
 
 def records(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each point's run record without its timing fields, as JSON gives it back."""
-    from models.experiment import RunConfig, simulate
+    from acceptsim.models.experiment import RunConfig, simulate
 
     out = []
     for fields in points:

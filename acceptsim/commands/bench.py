@@ -40,10 +40,10 @@ from itertools import count
 from typing import Any, TextIO
 
 from acceptsim.config_io import parse_int, parse_number
-from models.experiment import SERVERS, RunConfig, simulate
-from models.policies import check_limit
-from sim import native
-from sim.errors import ConfigError
+from acceptsim.models.experiment import SERVERS, RunConfig, simulate
+from acceptsim.models.policies import check_limit
+from acceptsim.sim import native
+from acceptsim.sim.errors import ConfigError
 
 #: the benchmark's load: the paper's one-packet workload in overload
 BENCH_RATE_PER_S = 24000.0
@@ -162,7 +162,7 @@ def write_profile(config: RunConfig, top: int, stream: TextIO) -> None:
         code = (
             "import json, sys\n"
             "from acceptsim.commands.bench import write_profile\n"
-            "from models.experiment import RunConfig\n"
+            "from acceptsim.models.experiment import RunConfig\n"
             "write_profile(RunConfig.from_dict(json.loads(sys.argv[1])), int(sys.argv[2]), "
             "sys.stdout)\n"
         )

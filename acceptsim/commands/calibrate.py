@@ -10,9 +10,9 @@ from typing import Any
 from acceptsim.config_io import load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
-from models.costs import CLUSTER1
-from sim.errors import ConfigError, is_user_file
-from sim.results import json_safe
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.results import json_safe
 
 
 def add_parser(subparsers: Any) -> None:

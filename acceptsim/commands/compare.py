@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from sim.errors import ConfigError
-from sim.results import json_safe
-from sim.sweep import read_results
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.results import json_safe
+from acceptsim.sim.sweep import read_results
 
 
 def add_parser(subparsers: Any) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.measure.errors import ParseError
 from acceptsim.measure.harness import DEFAULT_CPU_PERIOD_US, HarnessError, Plan, measure
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 
 def add_parser(subparsers: Any) -> None:

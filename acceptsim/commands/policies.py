@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from models.policies import describe
-from sim.results import json_safe
+from acceptsim.models.policies import describe
+from acceptsim.sim.results import json_safe
 
 
 def add_parser(subparsers: Any) -> None:

@@ -10,16 +10,13 @@ from typing import Any
 
 from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
-from models import calibration, runner
-from models.costs import PARAMETER_SETS
-from models.experiment import RunConfig, simulate
-from sim import native
-from sim import scenario as scenario_mod
-from sim.errors import ConfigError, is_user_file
-from sim.sweep import check_size, run_many, to_frame
-
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
-
+from acceptsim.models import calibration, runner
+from acceptsim.models.costs import PARAMETER_SETS
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.sim import native
+from acceptsim.sim import scenario as scenario_mod
+from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.sweep import check_size, run_many, to_frame
 
 #: ``--protocol``: each scenario's own run lengths, or the paper's two-minute runs
 PROTOCOLS = ("scenario", "paper")
@@ -47,12 +44,8 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(main=main)
 
 
-def available() -> dict[str, Path]:
-    return {scenario_mod.load(p).name: p for p in sorted(SCENARIO_DIR.glob("*.toml"))}
-
-
 def select(names: list[str]) -> list[scenario_mod.Scenario]:
-    known = available()
+    known = runner.scenarios()
     if not names:  # the paper's figures: scenarios that name one (policy studies are run by name)
         return [s for s in (scenario_mod.load(p) for p in known.values()) if s.figure]
     chosen = []
@@ -117,7 +110,7 @@ def protocol_text(protocol: str, overrides: dict[str, Any]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     if args.list:
-        for name, path in available().items():
+        for name, path in runner.scenarios().items():
             print(f"{name:32s} {scenario_mod.load(path).title}")
         return 0
     overrides: dict[str, Any] = {}

@@ -8,8 +8,8 @@ import tomllib
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
-from models.costs import PARAMETER_SETS
-from models.experiment import (
+from acceptsim.models.costs import PARAMETER_SETS
+from acceptsim.models.experiment import (
     MAX_ATTEMPTS,
     MAX_SERIES_POINTS,
     SERVERS,
@@ -17,11 +17,11 @@ from models.experiment import (
     check_work,
     simulate,
 )
-from models.kernel import PROFILES
-from models.policies import check_limit
-from models.workloads import WORKLOADS
-from sim.errors import ConfigError
-from sim.results import flatten, json_safe
+from acceptsim.models.kernel import PROFILES
+from acceptsim.models.policies import check_limit
+from acceptsim.models.workloads import WORKLOADS
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.results import flatten, json_safe
 
 
 def add_parser(subparsers: Any) -> None:

@@ -25,12 +25,12 @@ from typing import Any
 
 from acceptsim.commands.sweep import parse_assignment, parse_value
 from acceptsim.config_io import parse_int, parse_number
-from models import policies
-from models.experiment import RunConfig, check_work
-from models.policies import check_limit
-from sim import search as search_mod
-from sim.errors import ConfigError
-from sim.results import json_safe
+from acceptsim.models import policies
+from acceptsim.models.experiment import RunConfig, check_work
+from acceptsim.models.policies import check_limit
+from acceptsim.sim import search as search_mod
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.results import json_safe
 
 DEFAULT_CANDIDATES = "1,2,4,8,16,32,64,128,256,inf"
 

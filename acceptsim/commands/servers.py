@@ -6,12 +6,12 @@ import argparse
 import json
 from typing import Any
 
-from models.kernel import PROFILE_SUMMARIES, PROFILES, KernelProfile
-from models.servers.registry import SERVERS
-from models.workloads import WORKLOADS
-from sim.errors import ConfigError
-from sim.params import summary_of
-from sim.results import json_safe
+from acceptsim.models.kernel import PROFILE_SUMMARIES, PROFILES, KernelProfile
+from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.workloads import WORKLOADS
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import summary_of
+from acceptsim.sim.results import json_safe
 
 #: the catalog's sections, with the ``acceptsim run`` option that names their entries
 SECTIONS = {"servers": "--server", "workloads": "--workload", "kernels": "--kernel"}

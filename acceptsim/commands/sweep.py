@@ -17,12 +17,12 @@ from typing import Any
 import pandas as pd
 
 from acceptsim.config_io import parse_int, parse_number
-from models import runner
-from models.experiment import MAX_ATTEMPTS
-from sim.errors import ConfigError
-from sim.stats import StoppingRule
-from sim.sweep import MAX_RUNS, summary
-from sim.sweep import sweep as run_sweep
+from acceptsim.models import runner
+from acceptsim.models.experiment import MAX_ATTEMPTS
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.stats import StoppingRule
+from acceptsim.sim.sweep import MAX_RUNS, summary
+from acceptsim.sim.sweep import sweep as run_sweep
 
 #: reply-series interval used by --detect-warmup unless --series-interval says otherwise
 DEFAULT_SERIES_INTERVAL_S = 0.1

@@ -31,10 +31,10 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from acceptsim.measure.run import MeasuredRun
-from models.costs import CLUSTER1, HostCosts
-from models.experiment import RunConfig, simulate
-from sim.errors import ConfigError
-from sim.sweep import run_many
+from acceptsim.models.costs import CLUSTER1, HostCosts
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.sweep import run_many
 
 #: measured record key -> predicted record key, for the metrics compared
 COMPARED = {
@@ -81,7 +81,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
 
 
 def _simulate_flat(config: RunConfig) -> dict[str, Any]:
-    from sim.results import flatten
+    from acceptsim.sim.results import flatten
 
     return flatten(simulate(config))
 

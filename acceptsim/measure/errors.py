@@ -11,7 +11,7 @@ def read_text(path: str | Path) -> str:
     import os
     import stat
 
-    from sim.errors import MAX_FILE_BYTES
+    from acceptsim.sim.errors import MAX_FILE_BYTES
 
     try:
         with open(path, "rb") as file:

@@ -39,7 +39,7 @@ from acceptsim.measure.runfile import (
     RunInfo,
     ServerInfo,
 )
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 ADDRESS = "127.0.0.1"  # the only address the harness ever binds or loads
 #: httperf select()s over at most FD_SETSIZE = 1024 descriptors; keep headroom

@@ -58,8 +58,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError, read_user_file
-from sim.params import Params, param
+from acceptsim.sim.errors import ConfigError, read_user_file
+from acceptsim.sim.params import Params, param
 
 FORMAT = "acceptsim-measured-run/1"
 

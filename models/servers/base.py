@@ -24,19 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
-from models.connection import CLOSED, Connection
-from sim.cpu import INF, Task
+from acceptsim.models.connection import CLOSED, Connection
+from acceptsim.sim.cpu import INF, Task
 
 #: the CPU category of accept() calls, for every server
 ACCEPT = "accept"
 
 if TYPE_CHECKING:
-    from models.client import Client
-    from models.costs import HostCosts
-    from models.kernel import ListenSocket
-    from models.policies import AcceptPolicy
-    from sim.cpu import Cpu
-    from sim.engine import Environment
+    from acceptsim.models.client import Client
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.models.kernel import ListenSocket
+    from acceptsim.models.policies import AcceptPolicy
+    from acceptsim.sim.cpu import Cpu
+    from acceptsim.sim.engine import Environment
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

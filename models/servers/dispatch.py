@@ -61,19 +61,19 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from models.connection import ACCEPTED, Connection
-from models.servers.spec import ServerSpec
-from models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
-from sim.cpu import BLOCK
-from sim.params import param, summary_of
+from acceptsim.models.connection import ACCEPTED, Connection
+from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
+from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.params import param, summary_of
 
 if TYPE_CHECKING:
-    from models.client import Client
-    from models.costs import HostCosts
-    from models.kernel import ListenSocket
-    from models.policies import AcceptPolicy
-    from sim.cpu import Cpu
-    from sim.engine import Environment
+    from acceptsim.models.client import Client
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.models.kernel import ListenSocket
+    from acceptsim.models.policies import AcceptPolicy
+    from acceptsim.sim.cpu import Cpu
+    from acceptsim.sim.engine import Environment
 
 _SYSCALL = "set, not fitted: of the order of one system call on the paper's 2.4 GHz Xeon"
 

@@ -43,22 +43,22 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from models.connection import CLOSED, Connection
-from models.filecache import DiskParams, Storage
-from models.servers.base import Server
-from models.servers.spec import ServerSpec
-from models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
-from sim.cpu import BLOCK
-from sim.errors import ConfigError
-from sim.params import param, summary_of
+from acceptsim.models.connection import CLOSED, Connection
+from acceptsim.models.filecache import DiskParams, Storage
+from acceptsim.models.servers.base import Server
+from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
+from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import param, summary_of
 
 if TYPE_CHECKING:
-    from models.client import Client
-    from models.costs import HostCosts
-    from models.kernel import ListenSocket
-    from models.policies import AcceptPolicy
-    from sim.cpu import Cpu
-    from sim.engine import Environment
+    from acceptsim.models.client import Client
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.models.kernel import ListenSocket
+    from acceptsim.models.policies import AcceptPolicy
+    from acceptsim.sim.cpu import Cpu
+    from acceptsim.sim.engine import Environment
 
 SCHEDULE = "schedule"
 MP_CATEGORIES = (SCHEDULE, ACCEPT, WORK)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.servers.spec import ServerSpec
-from models.servers.userver import CATEGORIES, GETEVENTS, Userver
-from sim.cpu import BLOCK
-from sim.params import Params, param, summary_of
+from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.models.servers.userver import CATEGORIES, GETEVENTS, Userver
+from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.params import Params, param, summary_of
 
 __all__ = ["CATEGORIES", "Nginx", "NginxParams"]
 

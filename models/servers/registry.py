@@ -12,23 +12,23 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import models.servers
-from models.servers.spec import ServerSpec
+from acceptsim.models import servers as package
+from acceptsim.models.servers.spec import ServerSpec
 
 #: modules listed first (the paper's servers); the others follow by name
 FIRST = ("userver", "nginx", "tux", "knot")
 
 
 def _discover() -> dict[str, ServerSpec]:
-    names = sorted(m.name for m in pkgutil.iter_modules(models.servers.__path__))
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__))
     ordered = [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]
     out: dict[str, ServerSpec] = {}
     for module_name in ordered:
-        module = importlib.import_module(f"models.servers.{module_name}")
+        module = importlib.import_module(f"acceptsim.models.servers.{module_name}")
         for spec in getattr(module, "SPECS", ()):
             if spec.name in out:
                 raise ValueError(f"server {spec.name!r} is registered twice "
-                                 f"(models.servers.{module_name})")
+                                 f"(acceptsim.models.servers.{module_name})")
             out[spec.name] = spec
     return out
 

@@ -58,18 +58,18 @@ from typing import TYPE_CHECKING
 
 from mypy_extensions import mypyc_attr
 
-from models.connection import CLOSED, Connection
-from models.policies import AcceptPolicy
-from models.servers.base import Server
-from models.servers.spec import ServerSpec
-from sim.cpu import BLOCK, INF, Cpu, Task
-from sim.params import Params, param
+from acceptsim.models.connection import CLOSED, Connection
+from acceptsim.models.policies import AcceptPolicy
+from acceptsim.models.servers.base import Server
+from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.sim.cpu import BLOCK, INF, Cpu, Task
+from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
-    from models.client import Client
-    from models.costs import HostCosts
-    from models.kernel import ListenSocket
-    from sim.engine import Environment
+    from acceptsim.models.client import Client
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.models.kernel import ListenSocket
+    from acceptsim.sim.engine import Environment
 
 ACCEPT = "accept"
 WORK = "work"

@@ -38,22 +38,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.client import Client, ClientParams
-from models.connection import Connection
-from models.kernel import ListenSocket
-from models.link import Link
-from models.servers.base import ACCEPT, Server
-from models.servers.spec import ServerSpec
-from sim.cpu import BLOCK
-from sim.params import Params, param, summary_of
-from sim.results import summary_ms
-from sim.streams import Streams
+from acceptsim.models.client import Client, ClientParams
+from acceptsim.models.connection import Connection
+from acceptsim.models.kernel import ListenSocket
+from acceptsim.models.link import Link
+from acceptsim.models.servers.base import ACCEPT, Server
+from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.params import Params, param, summary_of
+from acceptsim.sim.results import summary_ms
+from acceptsim.sim.streams import Streams
 
 if TYPE_CHECKING:
-    from models.costs import HostCosts
-    from models.policies import AcceptPolicy
-    from sim.cpu import Cpu
-    from sim.engine import Environment
+    from acceptsim.models.costs import HostCosts
+    from acceptsim.models.policies import AcceptPolicy
+    from acceptsim.sim.cpu import Cpu
+    from acceptsim.sim.engine import Environment
 
 SCHEDULE = "schedule"
 WORK = "work"

@@ -10,9 +10,9 @@ import pytest
 from acceptsim.measure import load_run
 from acceptsim.measure.calibrate import calibrate, config_for, direction, validate
 from acceptsim.measure.synthetic import write_run
-from models import RunConfig, simulate
-from models.costs import CLUSTER1
-from sim.errors import ConfigError
+from acceptsim.models import RunConfig, simulate
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.sim.errors import ConfigError
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "measured" / "nginx-loopback"
 

@@ -10,7 +10,7 @@ import pytest
 from measure_samples import DATA, HTTPERF_ONE
 
 from acceptsim.measure import ParseError, find_runs, load_run, to_frame
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 #: names shared with the simulator's JSON contract (models/experiment.py, flattened)
 SIMULATOR_NAMES = (

@@ -31,7 +31,7 @@ from acceptsim.measure.harness import (
     httperf_commands,
     nginx_conf,
 )
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 ARGS = ["measure", "--multi-accept", "on", "--rates", "500", "--duration", "2", "--repeats", "1"]
 

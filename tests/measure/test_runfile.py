@@ -11,7 +11,7 @@ from measure_samples import RUN_DIRS
 
 from acceptsim.measure import parse_run_info, read_run_info
 from acceptsim.measure.runfile import FORMAT
-from sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError
 
 MINIMAL: dict[str, Any] = {
     "format": FORMAT,
