@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 HOT := $(shell $(PYTHON) sim/native.py)
 NATIVE := $(VENV)/.native
 
-.PHONY: run test test-slow bench bench-instructions lint clean build
+.PHONY: run test test-slow bench bench-instructions lint clean build docs
 
 # install (compiling the hot path with mypyc when a C compiler is present: setup.py)
 $(STAMP): pyproject.toml setup.py
@@ -42,10 +42,15 @@ bench: $(NATIVE)
 bench-instructions: $(NATIVE)
 	$(BIN)/python tools/instructions.py
 
+# the documentation site (docs/_build/html): notebooks executed, API from docstrings;
+# any warning fails the build
+docs: $(NATIVE)
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
 lint: $(STAMP)
 	$(BIN)/ruff check sim models acceptsim tests tools setup.py
 
 clean:
-	rm -rf $(VENV) out build
+	rm -rf $(VENV) out build docs/_build docs/jupyter_execute
 	find sim models -name '*.so' -delete
 	rm -f acceptsim/_hot__mypyc*.so

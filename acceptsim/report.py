@@ -5,13 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: importing this never changes the backend
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from acceptsim.sim.scenario import Scenario  # noqa: E402
+from acceptsim.sim.scenario import Scenario
 
 LABELS = {
     "target_rate_per_s": "target rate (requests/s)",
@@ -53,7 +50,8 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     x = spec.get("x", "target_rate_per_s")
     ys = spec.get("y", ["reply_rate_per_s"])
     series = spec.get("series", "accept_limit")
-    fig, axes = plt.subplots(1, len(ys), figsize=(5.5 * len(ys), 4.2), squeeze=False)
+    fig = Figure(figsize=(5.5 * len(ys), 4.2))
+    axes = fig.subplots(1, len(ys), squeeze=False)
     for ax, y in zip(axes[0], ys, strict=True):
         for key, group in frame.groupby(series, sort=False):
             group = group.sort_values(x)
@@ -67,7 +65,6 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     fig.suptitle(scenario.title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _label(series: Any, key: Any) -> str:

@@ -18,6 +18,7 @@ from acceptsim.models import arrivals, policies
 from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile, ListenSocket
+from acceptsim.models.servers.base import ServerHost
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
 from acceptsim.sim.cpu import KERNEL, Cpu
@@ -344,11 +345,10 @@ class Host:
         ):
             policy = policy()  # a class or factory: a fresh policy for this run
         self.policy = policy
-        self.server = spec.cls(
-            env, self.cpu, self.listen, self.client, config.costs, server_params, policy
-        )
-        # what the server calls: the policy bound to a live view of this server
-        self.bound = self.server.policy = policies.bind(policy, self.server)
+        host = ServerHost(env, self.cpu, self.listen, self.client, config.costs)
+        self.server = spec.cls(host, server_params, policy)
+        # what the server calls: the policy it bound to a live view of itself when built
+        self.bound = self.server.policy
         if config.idle_connections:
             self.server.adopt_idle(config.idle_connections)
         self.client.window_start = config.warmup_s

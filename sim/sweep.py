@@ -411,10 +411,11 @@ def read_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 
 def versions(*functions: Callable[..., Any]) -> dict[str, str]:
-    """Installed versions of the distributions providing ``sim`` and the given functions."""
+    """Installed versions of the distributions providing acceptsim and the given functions."""
     from importlib import metadata
 
-    packages = {"sim"} | {f.__module__.split(".")[0] for f in functions if hasattr(f, "__module__")}
+    packages = {"acceptsim"}
+    packages |= {f.__module__.split(".")[0] for f in functions if hasattr(f, "__module__")}
     dists = metadata.packages_distributions()
     out = {"python": platform.python_version()}
     for package in sorted(packages):

@@ -8,6 +8,7 @@ a short run comes from its spec (``test_params``, ``idle_connections``).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.servers.userver import Userver
 
 
 @pytest.mark.parametrize("name", list(SERVERS))
@@ -70,3 +72,30 @@ def test_every_spec_is_consistent_with_its_class() -> None:
         assert spec.idle_connections == hasattr(spec.cls, "adopt_idle"), name
         assert len(spec.summary) > 20, name
         spec.params.from_dict(dict(spec.test_params))  # its test parameters are valid
+
+
+class _GeneralUserver(Userver):
+    """The userver with every hot-path call made, none written inline."""
+
+    def inline_hooks(self) -> tuple[bool, bool, bool]:
+        return False, False, False
+
+
+@pytest.mark.parametrize("fields", [
+    {"accept_limit": 1, "rate_per_s": 22000.0},
+    {"accept_limit": math.inf, "rate_per_s": 30000.0},
+    {"accept_limit": 10, "rate_per_s": 4000.0, "workload": "specweb99"},
+    {"accept_limit": 1, "rate_per_s": 22000.0, "policy": "queue-aware"},
+])
+def test_the_userver_inline_path_gives_the_general_paths_results(monkeypatch, fields) -> None:
+    """Userver.run writes its own hooks inline unless a subclass redefines them: the two
+    paths must agree run by run, so a subclass that overrides a hook changes only what it
+    overrides."""
+    config = RunConfig(server="userver", duration_s=1.0, warmup_s=0.25, seed=5, **fields)
+    inline = simulate(config)
+    monkeypatch.setitem(SERVERS, "userver", replace(SERVERS["userver"], cls=_GeneralUserver))
+    general = simulate(config)
+    for record in (inline, general):
+        for name in ("sim_cpu_time_s", "sim_conns_per_cpu_s"):
+            record.pop(name)
+    assert inline["reply_rate_per_s"] > 0 and inline == general

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,17 +61,21 @@ def records(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def differences(old: Any, new: Any, path: str = "") -> list[str]:
-    """Where two records differ, as ``path: old -> new`` lines."""
+def differences(old: Any, new: Any, path: str = "", rel_tol: float = 0.0) -> list[str]:
+    """Where two records differ, as ``path: old -> new`` lines (floats within ``rel_tol``
+    of each other, relatively, are taken as equal)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for key in sorted(set(old) | set(new), key=str):
             out += differences(old.get(key, "<missing>"), new.get(key, "<missing>"),
-                               f"{path}.{key}" if path else str(key))
+                               f"{path}.{key}" if path else str(key), rel_tol)
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [d for i, (a, b) in enumerate(zip(old, new, strict=True))
-                for d in differences(a, b, f"{path}[{i}]")]
+                for d in differences(a, b, f"{path}[{i}]", rel_tol)]
+    if rel_tol and isinstance(old, float) and isinstance(new, float):
+        if math.isclose(old, new, rel_tol=rel_tol):
+            return []
     return [] if old == new else [f"{path}: {old!r} -> {new!r}"]
 
 
@@ -78,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=("write", "check"))
     parser.add_argument("path", type=Path)
+    parser.add_argument("--rel-tol", type=float, default=0.0,
+                        help="check: floats within this relative difference are equal (default "
+                        "0: to the last bit; a change that only reorders a float sum, such as "
+                        "a time integral, moves its last digits)")
     args = parser.parse_args(argv)
     points = reference_set()
     if args.action == "write":
@@ -92,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     found = [f"{p['server']} {p.get('workload', 'one-packet')}: {d}"
              for p, old, new in zip(points, saved["records"], records(points), strict=True)
-             for d in differences(old, new)]
+             for d in differences(old, new, rel_tol=args.rel_tol)]
     for line in found:
         print(line)
     print(f"{len(points)} records, {len(found)} differences")

@@ -1,10 +1,11 @@
 """What every server model shares: its wiring to the host, and the counters a run reads.
 
-A server is built with the host's pieces (environment, CPU, listen socket,
-clients, costs, its own parameters, its accept policy), sets up its own
-state, then calls :meth:`Server.start`, which registers it as the listen
-socket's application and starts :meth:`run` as the CPU's task.  The
-contract a subclass fulfils:
+A server is built on a :class:`ServerHost` (environment, CPU, listen socket,
+clients, costs) with its own parameters and its accept policy, sets up its
+own state, then calls :meth:`Server.start`, which binds the policy to it
+(:func:`models.policies.bind`), registers it as the listen socket's
+application and starts :meth:`run` as the CPU's task.  The contract a
+subclass fulfils:
 
 * ``run()``: a generator, the server's loop (see :mod:`sim.cpu`);
 * ``readable(conn)``: data or end-of-file arrived on a connection it holds;
@@ -14,7 +15,9 @@ contract a subclass fulfils:
 * ``work_queue_len``: the work waiting for it, for an accept policy's view.
 
 ``open``, ``accept_phases`` and ``accepts`` are kept here, since the run
-and the policies read them from every server alike.
+and the policies read them from every server alike; so is the one account
+of open connections over time (:meth:`Server.hold`, :meth:`Server.release`,
+:meth:`Server.open_area`), which every server keeps through those methods.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
+from acceptsim.models import policies
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.sim.cpu import INF, Task
 
@@ -39,6 +43,20 @@ if TYPE_CHECKING:
     from acceptsim.sim.engine import Environment
 
 
+class ServerHost:
+    """What a server runs on: the run's environment, the host's CPU and costs, the
+    listening socket, and the client machines that connect to it."""
+
+    def __init__(
+        self, env: Environment, cpu: Cpu, listen: ListenSocket, client: Client, costs: HostCosts
+    ) -> None:
+        self.env = env
+        self.cpu = cpu
+        self.listen = listen
+        self.client = client
+        self.costs = costs
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Server:
     """Base of the server models."""
@@ -47,24 +65,19 @@ class Server:
     #: the server calls select() (or another getevents): its calls are reported
     has_select = False
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: Any,
-        policy: AcceptPolicy,
-    ) -> None:
-        self.env = env
-        self.clock = env.clock
-        self.cpu = cpu
-        self.listen = listen
-        self.client = client
-        self.costs = costs
+    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+        self.host = host
+        self.env = host.env
+        self.clock = host.env.clock
+        self.cpu = host.cpu
+        self.listen = host.listen
+        self.client = host.client
+        self.costs = host.costs
         self.params = params
-        self.policy: Any = policy  # a bound policy (models.policies.bind)
+        self._policy = policy
+        #: the policy bound to this server (a models.policies.BoundPolicy): start() binds it,
+        #: once the subclass has set up the state the policy's view reads
+        self.policy: Any = None
         self.open = 0  # connections held
         # integral of open connections over time = _open_sum + open * now
         # (minus each instant a connection was taken, plus each it was closed)
@@ -74,7 +87,9 @@ class Server:
         self.accepts = 0
 
     def start(self) -> None:
-        """Take the listen socket's events and start the loop on the CPU."""
+        """Bind the accept policy to this server (its view reads the state the subclass has
+        set up by now), take the listen socket's events and start the loop on the CPU."""
+        self.policy = policies.bind(self._policy, self)  # type: ignore[arg-type]
         self.listen.app = self  # type: ignore[assignment]
         self.cpu.start(self.run())
 
@@ -82,16 +97,18 @@ class Server:
         raise NotImplementedError
 
     def accept_batch(
-        self, listen: ListenSocket, taken: Callable[[Connection], Any]
+        self, listen: ListenSocket, taken: Callable[[Connection], Any], limit: float = -1.0
     ) -> Generator[Any, None, int]:
-        """One accept phase: accept() from ``listen`` up to the policy's accept-limit.
+        """One accept phase: accept() from ``listen`` up to ``limit`` (by default the
+        policy's accept-limit, asked now).
 
         Each call is a burst (``accept_s``); one that finds the queue empty costs
         ``accept_empty_s`` and ends the phase.  Each connection is held, then handed
         to ``taken``.  Returns how many were accepted; the caller counts the phase.
         """
         costs = self.costs
-        limit = self.policy.accept_limit(self)
+        if limit < 0:
+            limit = self.policy.accept_limit(self)
         max_open = self.params.max_connections
         accepted = 0
         while accepted < limit and self.open < max_open:
@@ -109,6 +126,11 @@ class Server:
         """The server now holds ``conn`` (it accepted it)."""
         self.open += 1
         self._open_sum -= self.clock.now
+
+    def hold_idle(self, n: int) -> None:
+        """The server now holds ``n`` more connections that are never served (idle ones)."""
+        self.open += n
+        self._open_sum -= self.clock.now * n
 
     def release(self, conn: Connection) -> None:
         """The server has closed ``conn``."""

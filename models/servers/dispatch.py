@@ -62,18 +62,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acceptsim.models.connection import ACCEPTED, Connection
+from acceptsim.models.servers.base import ServerHost
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
 from acceptsim.sim.cpu import BLOCK
 from acceptsim.sim.params import param, summary_of
 
 if TYPE_CHECKING:
-    from acceptsim.models.client import Client
-    from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import ListenSocket
     from acceptsim.models.policies import AcceptPolicy
-    from acceptsim.sim.cpu import Cpu
-    from acceptsim.sim.engine import Environment
 
 _SYSCALL = "set, not fitted: of the order of one system call on the paper's 2.4 GHz Xeon"
 
@@ -151,8 +147,7 @@ class _Idle:
     def adopt_idle(self: Any, n: int) -> None:
         """Hold ``n`` idle connections, established and registered before the run starts."""
         self.idle += n
-        self.open += n
-        self._open_sum -= self.env.now * n
+        self.hold_idle(n)
 
 
 class SelectServer(_Idle, Userver):
@@ -162,21 +157,12 @@ class SelectServer(_Idle, Userver):
     mechanism = "select"
     copy_per_fd_s = 0.0
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: DispatchParams,
-        policy: AcceptPolicy,
-    ) -> None:
+    def __init__(self, host: ServerHost, params: DispatchParams, policy: AcceptPolicy) -> None:
         self.idle = 0
         self.blocking_calls = 0  # calls that found nothing ready and slept
         self.registered = 0  # wait-queue registrations made
         self.dispatch_events = 0  # ready descriptors reported
-        super().__init__(env, cpu, listen, client, costs, params, policy)
+        super().__init__(host, params, policy)
         self.params: DispatchParams = params
 
     def scan_base_s(self) -> float:

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.filecache import DiskParams, Storage
-from acceptsim.models.servers.base import Server
+from acceptsim.models.servers.base import ServerHost
+from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
 from acceptsim.sim.cpu import BLOCK
@@ -54,13 +55,9 @@ from acceptsim.sim.params import param, summary_of
 
 if TYPE_CHECKING:
     from acceptsim.models.client import Client
-    from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import ListenSocket
     from acceptsim.models.policies import AcceptPolicy
-    from acceptsim.sim.cpu import Cpu
     from acceptsim.sim.engine import Environment
 
-SCHEDULE = "schedule"
 MP_CATEGORIES = (SCHEDULE, ACCEPT, WORK)
 
 
@@ -192,39 +189,45 @@ class Sped(_FileServing, Userver):
 
     name = "flash-sped"
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: FlashParams,
-        policy: AcceptPolicy,
-    ) -> None:
-        self._setup_files(params, env, client)
+    def __init__(self, host: ServerHost, params: FlashParams, policy: AcceptPolicy) -> None:
+        self._setup_files(params, host.env, host.client)
         self._reading = False
-        super().__init__(env, cpu, listen, client, costs, params, policy)  # type: ignore[arg-type]
+        super().__init__(host, params, policy)  # type: ignore[arg-type]
         self.params: FlashParams = params  # type: ignore[assignment]
 
     def run(self):  # type: ignore[no-untyped-def]
-        """The userver's three phases; the work phase goes through :meth:`serve`."""
+        """The userver's three phases; the work phase goes through :meth:`handle`, until
+        done or the policy's work budget for the phase is spent (the connections not yet
+        served stay ready for the next select())."""
+        clock = self.clock
         while True:
             ready = yield from self.getevents()
+            self._batch = ready
             yield from self.accept_phase()
             if ready:
+                ends_at = clock.now + self.policy.work_budget(self)
+                served = 0
                 for conn in ready:
+                    if clock.now >= ends_at:
+                        self.ready[:0] = ready[served:]
+                        break
+                    served += 1
                     conn.ready = False
                     yield from self.handle(conn)
                 self.work_phases += 1
-                self.conns_worked += len(ready)
+                self.conns_worked += served
+                self._batch = []
 
     def accept_phase(self):  # type: ignore[no-untyped-def]
+        """Accept up to the policy's accept-limit (0 skips the phase: not counted)."""
         listen = self.listen
-        max_open = self.params.max_connections
-        if not (listen.accept_queue and self.open < max_open):
+        if not (listen.accept_queue and self.open < self.params.max_connections):
             return
-        accepted = yield from self.accept_batch(listen, self._readable_if_waiting)
+        limit = self.policy.accept_limit(self)
+        self.accept_skipped = not limit
+        if not limit:
+            return
+        accepted = yield from self.accept_batch(listen, self._readable_if_waiting, limit)
         self.accept_phases += 1
         self.accepts += accepted
 
@@ -344,47 +347,35 @@ class Amped(Sped):
         yield from super().handle(conn)
 
 
-class _Worker:
-    """One MP process or MT thread: the connections it holds and the one it serves."""
+class _Worker(PoolWorker):
+    """One MP process or MT thread."""
 
-    __slots__ = ("batch", "conn", "file_read")
+    __slots__ = ("file_read",)
 
     def __init__(self) -> None:
-        self.batch: deque[Connection] = deque()
-        self.conn: Connection | None = None
+        super().__init__()
         self.file_read = False  # the current request's file has just come from disk
 
 
-class MultiProcess(_FileServing, Server):
+class MultiProcess(_FileServing, WorkerPool):
     """MP: a pool of processes with blocking I/O, scheduled by the kernel on one CPU."""
 
     name = "flash-mp"
-    has_select = False
     shared_cache = False
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: FlashParams,
-        policy: AcceptPolicy,
-    ) -> None:
-        super().__init__(env, cpu, listen, client, costs, params, policy)
-        self._setup_files(params, env, client)
+    def __init__(self, host: ServerHost, params: FlashParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
+        self._setup_files(params, host.env, host.client)
         if self.shared_cache:
-            self.switch_s = params.thread_switch_s
+            self._switch_s = params.thread_switch_s
             self.lock_s = params.cache_lock_s
         else:
-            self.switch_s = params.process_switch_s
+            self._switch_s = params.process_switch_s
             self.lock_s = 0.0
         self.runq: deque[_Worker] = deque()
         self.accept_waiters: deque[_Worker] = deque(_Worker() for _ in range(params.workers))
-        self.switches = 0
         self.requests = 0
-        listen.on_queued = self._connection_queued
+        host.listen.on_queued = self._connection_queued
         self.start()
 
     def process_memory(self, params: FlashParams) -> float:
@@ -396,7 +387,7 @@ class MultiProcess(_FileServing, Server):
         return len(self.runq)
 
     # -- the kernel wakes blocked processes -------------------------------------------
-    def _make_runnable(self, w: _Worker) -> None:
+    def make_runnable(self, w: _Worker) -> None:  # type: ignore[override]
         self.runq.append(w)
         self.cpu.wake()  # no effect if the task is running
 
@@ -405,80 +396,52 @@ class MultiProcess(_FileServing, Server):
 
     def _connection_queued(self, conn: Connection) -> None:
         if self.accept_waiters and self.open < self.params.max_connections:
-            self._make_runnable(self.accept_waiters.popleft())
-
-    def readable(self, conn: Connection) -> None:
-        w = conn.server
-        if isinstance(w, _Worker):
-            conn.server = None
-            self._make_runnable(w)
+            self.make_runnable(self.accept_waiters.popleft())
 
     def _read_done(self, w: _Worker) -> None:
         w.file_read = True
-        self._make_runnable(w)
+        self.make_runnable(w)
 
-    # -- the scheduler --------------------------------------------------------------------
-    def run(self):  # type: ignore[no-untyped-def]
-        runq = self.runq
-        while True:
-            if not runq:
-                if self.accept_waiters and self.listen.accept_queue and (
-                    self.open < self.params.max_connections
-                ):
-                    runq.append(self.accept_waiters.popleft())
-                    continue
-                yield BLOCK
-                continue
-            w = runq.popleft()
-            yield SCHEDULE, self.switch_s
-            self.switches += 1
-            yield from self._run_worker(w)
+    # -- the pool's hooks (models.servers.pool) -----------------------------------------------
+    def next_worker(self) -> _Worker | None:
+        if self.runq:
+            return self.runq.popleft()
+        if self.accept_waiters and self.listen.accept_queue and (
+            self.open < self.params.max_connections
+        ):
+            return self.accept_waiters.popleft()
+        return None
 
-    def _run_worker(self, w: _Worker):  # type: ignore[no-untyped-def]
-        """Run ``w`` until it blocks (accept, read or disk)."""
+    def switch_s(self, w: PoolWorker) -> float:
+        return self._switch_s
+
+    def block_in_accept(self, w: _Worker) -> None:  # type: ignore[override]
+        self.accept_waiters.append(w)
+
+    def serve(self, w: _Worker, conn: Connection):  # type: ignore[no-untyped-def,override]
+        """A request: look its file up (a miss blocks in read() until the disk delivers),
+        then reply."""
+        if not conn.pending:
+            return None
         costs = self.costs
         p = self.params
-        client = self.client
-        listen = self.listen
-        while True:
-            conn = w.conn
-            if conn is None:
-                if w.batch:
-                    w.conn = w.batch.popleft()
-                    continue
-                accepted = yield from self.accept_batch(listen, w.batch.append)
-                if accepted:
-                    self.accept_phases += 1
-                    self.accepts += accepted
-                if not w.batch:
-                    self.accept_waiters.append(w)  # blocks in accept()
-                    return
-                continue
-            if conn.pending:
-                file = self.file_of(conn)
-                if w.file_read:
-                    w.file_read = False
-                    yield WORK, p.read_per_byte_s * conn.reply_bytes
-                elif file is not None:
-                    if self.lock_s:
-                        yield WORK, self.lock_s
-                    if not self.cache.lookup(file):
-                        yield WORK, p.read_issue_s
-                        self.storage.fetch(file, int(conn.reply_bytes), self._read_done, w)
-                        return  # blocks in read() until the disk delivers
-                client.check_client_gone(conn)
-                conn.pending -= 1
-                yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
-                self.requests += 1
-                client.reply(conn)
-                continue
-            if conn.eof:
-                yield WORK, costs.close_s
-                self.release(conn)
-                w.conn = None
-                continue
-            conn.server = w  # blocks in read() until data or end-of-file arrive
-            return
+        file = self.file_of(conn)
+        if w.file_read:
+            w.file_read = False
+            yield WORK, p.read_per_byte_s * conn.reply_bytes
+        elif file is not None:
+            if self.lock_s:
+                yield WORK, self.lock_s
+            if not self.cache.lookup(file):
+                yield WORK, p.read_issue_s
+                self.storage.fetch(file, int(conn.reply_bytes), self._read_done, w)
+                return BLOCKED
+        self.client.check_client_gone(conn)
+        conn.pending -= 1
+        yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
+        self.requests += 1
+        self.client.reply(conn)
+        return NEXT
 
     def counters(self) -> dict[str, float]:
         out = {

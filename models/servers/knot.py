@@ -76,18 +76,15 @@ from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
-from acceptsim.models.connection import CLOSED, Connection
+from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import Server
+from acceptsim.models.servers.base import Server, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK, Cpu, Task
+from acceptsim.sim.cpu import BLOCK, Task
 from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
-    from acceptsim.models.client import Client
-    from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import ListenSocket
-    from acceptsim.sim.engine import Environment
+    pass
 
 INF = float("inf")
 SCHEDULE = "schedule"
@@ -136,17 +133,8 @@ class Knot(Server):
     has_select = False
     per_connection_threads = False
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: KnotParams,
-        policy: AcceptPolicy,
-    ) -> None:
-        super().__init__(env, cpu, listen, client, costs, params, policy)
+    def __init__(self, host: ServerHost, params: KnotParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
         self.runq: deque[_Thread] = deque()  # runnable threads
         self.io_ready: list[_Thread] = []  # their descriptor is ready; the next poll sees it
         self.accept_waiters: deque[_Thread] = deque()  # blocked on the listening socket
@@ -163,9 +151,8 @@ class Knot(Server):
         self.listen_blocks = 0  # ... that found it empty: the thread blocked on it
         self.failed_accepts = 0  # accept() calls that failed with EAGAIN
         self.conn_blocks = 0  # a thread blocked on its connection (waiting for data or EOF)
-        self._open_area = 0.0
-        self._busy_area = 0.0
-        self._since = env.now
+        # integral of busy threads over time = _busy_sum + busy * now (as Server's open_area)
+        self._busy_sum = 0.0
         self._make_threads()
         self.start()
 
@@ -208,8 +195,8 @@ class Knot(Server):
         policy = self.policy
         # a static policy's accept_limit() and a work_budget() that never bounds,
         # without the calls (the same values)
-        self._static_limit = getattr(policy, "static_limit", 0)  # a bound policy's
-        bounded_work = getattr(policy, "bounds_work", True)
+        self._static_limit = policy.static_limit
+        bounded_work = policy.bounds_work
         while True:
             if not runq or clock.now >= ends_at:
                 if not runq and not self.io_ready and not (
@@ -254,8 +241,7 @@ class Knot(Server):
                     th.conn = th.batch.popleft()
                     continue
                 if not th.acceptor:  # Knot-A: the connection's thread is done
-                    self._account()
-                    self.busy -= 1
+                    self._idle_thread()
                     self.threads -= 1
                     return
                 # accept phase: wait for the listening socket (at once if a poll has just
@@ -279,13 +265,12 @@ class Knot(Server):
                         break
                     yield ACCEPT, costs.accept_s + io
                     accepted += 1
-                    self._account()
-                    self.open += 1
+                    self.hold(new)
                     if self.per_connection_threads:
                         yield SCHEDULE, costs.knot_thread_create_s
                         worker = self._new_thread(acceptor=False)
                         worker.conn = new
-                        self.busy += 1
+                        self._busy_thread()
                         self.runq.append(worker)
                     else:
                         th.batch.append(new)
@@ -298,8 +283,7 @@ class Knot(Server):
                 if not th.batch:  # none (skipped, or others took them): block on the socket
                     self.accept_waiters.append(th)
                     return
-                self._account()
-                self.busy += 1
+                self._busy_thread()
                 continue
             # serve the connection to completion
             if conn.pending:
@@ -311,35 +295,36 @@ class Knot(Server):
                 continue
             if conn.eof:
                 yield WORK, costs.close_s + io
-                self._account()
-                self.open -= 1
-                conn.state = CLOSED
+                self.release(conn)
                 th.conn = None
                 if not th.batch and th.acceptor:
-                    self.busy -= 1
+                    self._idle_thread()
                 continue
             conn.server = th  # block until the descriptor is readable
             self.conn_blocks += 1
             return
 
-    def _account(self) -> None:
-        now = self.clock.now
-        dt = now - self._since
-        self._open_area += self.open * dt
-        self._busy_area += self.busy * dt
-        self._since = now
+    def _busy_thread(self) -> None:
+        """A thread now holds at least one connection."""
+        self.busy += 1
+        self._busy_sum -= self.clock.now
+
+    def _idle_thread(self) -> None:
+        """A thread holds no connection any more (or a Knot-A thread has exited)."""
+        self.busy -= 1
+        self._busy_sum += self.clock.now
 
     def counters(self) -> dict[str, float]:
         """Cumulative counters; the run takes differences over its window."""
-        self._account()
+        now = self.clock.now
         return {
             "select_calls": self.polls,
             "accept_phases": self.accept_phases,
             "accepts": self.accepts,
             "work_phases": self.polls,
             "conns_worked": self.requests,
-            "open_area": self._open_area,
-            "busy_area": self._busy_area,
+            "open_area": self.open_area(),
+            "busy_area": self._busy_sum + self.busy * now,
             "switches": self.switches,
             "poll_time": self.poll_time,
             "listen_waits": self.listen_waits,

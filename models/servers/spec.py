@@ -20,7 +20,7 @@ class ServerSpec:
 
     #: the ``--server`` name
     name: str
-    #: the server class: built as ``cls(env, cpu, listen, client, costs, params, policy)``
+    #: the server class: built as ``cls(host, params, policy)`` (``models.servers.base.ServerHost``)
     cls: type
     #: its parameter set (a :class:`sim.params.Params` subclass)
     params: type

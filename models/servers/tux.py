@@ -58,18 +58,15 @@ from typing import TYPE_CHECKING
 
 from mypy_extensions import mypyc_attr
 
-from acceptsim.models.connection import CLOSED, Connection
+from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import Server
+from acceptsim.models.servers.base import Server, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK, INF, Cpu, Task
+from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
-    from acceptsim.models.client import Client
-    from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import ListenSocket
-    from acceptsim.sim.engine import Environment
+    pass
 
 ACCEPT = "accept"
 WORK = "work"
@@ -114,17 +111,9 @@ class Tux(Server):
     name = "tux"
     has_select = False
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: TuxParams,
-        policy: AcceptPolicy,
-    ) -> None:
-        super().__init__(env, cpu, listen, client, costs, params, policy)
+    def __init__(self, host: ServerHost, params: TuxParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
+        costs = host.costs
         self.work_pending: deque[Connection] = deque()
         queue = self.work_pending
         self._push = queue.appendleft if params.work_order == "lifo" else queue.append
@@ -139,8 +128,6 @@ class Tux(Server):
         self.work_phases = 0
         self.items_worked = 0
         self.max_work_pending = 0
-        self._open_area = 0.0
-        self._open_since = env.now
         self.start()
 
     # -- what the kernel tells the server ---------------------------------------------
@@ -180,8 +167,8 @@ class Tux(Server):
         policy = self.policy
         # a static policy's accept_limit() and a work_budget() that never bounds,
         # without the calls (the same values)
-        static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
-        bounded_work = getattr(policy, "bounds_work", True)
+        static_limit = policy.static_limit
+        bounded_work = policy.bounds_work
         while True:
             if not pending and not self.listen_ready():
                 yield BLOCK
@@ -200,7 +187,9 @@ class Tux(Server):
                         conn.server = _TuxConn()
                         yield ACCEPT, accept_s + self._touch(conn)
                         accepted += 1
-                        self._opened(conn)
+                        self.hold(conn)
+                        if conn.pending or conn.eof:
+                            self.readable(conn)
                     self.accept_phases += 1
                     self.accepts += accepted
                 elif not pending:
@@ -233,7 +222,7 @@ class Tux(Server):
                         self.readable(conn)
                     elif conn.eof:
                         yield WORK, close_s + self._touch(conn)
-                        self._closed(conn)
+                        self.release(conn)
                 self.work_phases += 1
                 self.items_worked += items
 
@@ -245,32 +234,15 @@ class Tux(Server):
         """Items on work_pending."""
         return len(self.work_pending)
 
-    def _opened(self, conn: Connection) -> None:
-        self._account_open()
-        self.open += 1
-        if conn.pending or conn.eof:
-            self.readable(conn)
-
-    def _closed(self, conn: Connection) -> None:
-        self._account_open()
-        self.open -= 1
-        conn.state = CLOSED
-
-    def _account_open(self) -> None:
-        now = self.clock.now
-        self._open_area += self.open * (now - self._open_since)
-        self._open_since = now
-
     def counters(self) -> dict[str, float]:
         """Cumulative counters; the run takes differences over its window."""
-        self._account_open()
         return {
             "select_calls": 0,
             "accept_phases": self.accept_phases,
             "accepts": self.accepts,
             "work_phases": self.work_phases,
             "conns_worked": self.items_worked,
-            "open_area": self._open_area,
+            "open_area": self.open_area(),
         }
 
 

@@ -42,21 +42,16 @@ from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
 from acceptsim.models.kernel import ListenSocket
 from acceptsim.models.link import Link
-from acceptsim.models.servers.base import ACCEPT, Server
+from acceptsim.models.servers.base import ACCEPT, ServerHost
+from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, WORK, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK
 from acceptsim.sim.params import Params, param, summary_of
 from acceptsim.sim.results import summary_ms
 from acceptsim.sim.streams import Streams
 
 if TYPE_CHECKING:
-    from acceptsim.models.costs import HostCosts
     from acceptsim.models.policies import AcceptPolicy
-    from acceptsim.sim.cpu import Cpu
-    from acceptsim.sim.engine import Environment
 
-SCHEDULE = "schedule"
-WORK = "work"
 BACKGROUND = "background"
 CATEGORIES = (SCHEDULE, ACCEPT, WORK, BACKGROUND)
 INF = float("inf")
@@ -145,13 +140,12 @@ class _BackgroundStreams(Streams):
         return super().seed_sequence("background/" + name)
 
 
-class _Worker:
-    __slots__ = ("background", "batch", "conn", "left", "send_from", "pace_at")
+class _Worker(PoolWorker):
+    __slots__ = ("background", "left", "send_from", "pace_at")
 
     def __init__(self, background: bool) -> None:
+        super().__init__()
         self.background = background
-        self.batch: deque[Connection] = deque()
-        self.conn: Connection | None = None
         self.left = 0  # bytes of the current reply not yet written
         self.send_from = 0.0  # when the current reply's first write was made
         self.pace_at = 0.0  # pacing: earliest instant of the next write
@@ -172,24 +166,15 @@ class _Socket:
             self.server.make_runnable(self.waiters.popleft())
 
 
-class TwoClass(Server):
+class TwoClass(WorkerPool):
     """Foreground and background classes with Eggert and Heidemann's mechanisms."""
 
     name = "twoclass"
-    has_select = False
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: TwoClassParams,
-        policy: AcceptPolicy,
-    ) -> None:
+    def __init__(self, host: ServerHost, params: TwoClassParams, policy: AcceptPolicy) -> None:
         # the listen socket of the base is the foreground's: what an accept policy sees
-        super().__init__(env, cpu, listen, client, costs, params, policy)
+        super().__init__(host, params, policy)
+        env, cpu, listen, client, costs = host.env, host.cpu, host.listen, host.client, host.costs
         self.link = Link(env, params.link_bytes_per_s)
         self.fg = _Socket(listen, self)
         self.runq_fg: deque[_Worker] = deque()
@@ -214,10 +199,9 @@ class TwoClass(Server):
             self.bg = _Socket(bg_listen, self)
             self.bg.waiters.extend(_Worker(True) for _ in range(params.bg_workers))
             env.call_in(0.0, self._start_background)
-        self.switches = 0
         self.requests = 0
         self.bg_requests = 0
-        cpu.start(self.run())
+        self.start()
 
     @property
     def work_queue_len(self) -> int:
@@ -233,91 +217,71 @@ class TwoClass(Server):
         bg.start()
 
     # -- the kernel wakes blocked processes ---------------------------------------------
-    def make_runnable(self, w: _Worker) -> None:
+    def make_runnable(self, w: _Worker) -> None:  # type: ignore[override]
         (self.runq_bg if w.background else self.runq_fg).append(w)
         self.cpu.wake()  # no effect if the task is running
 
     def accept_ready(self) -> None:
         pass  # a waiter is woken per queued connection (_Socket.queued)
 
-    def readable(self, conn: Connection) -> None:
-        w = conn.server
-        if isinstance(w, _Worker):
-            conn.server = None
-            self.make_runnable(w)
+    # -- the pool's hooks (models.servers.pool) -----------------------------------------
+    def next_worker(self) -> _Worker | None:
+        """The foreground's runnable processes first (with a low-priority background)."""
+        if self.runq_fg:
+            return self.runq_fg.popleft()
+        if self.runq_bg:
+            return self.runq_bg.popleft()
+        return None
 
-    # -- the scheduler -------------------------------------------------------------------
-    def run(self):  # type: ignore[no-untyped-def]
-        fg, bg = self.runq_fg, self.runq_bg
-        while True:
-            if fg:
-                w = fg.popleft()
-            elif bg:
-                w = bg.popleft()
-            else:
-                yield BLOCK
-                continue
-            yield SCHEDULE, self.params.process_switch_s
-            self.switches += 1
-            yield from self._run_worker(w)
+    def switch_s(self, w: PoolWorker) -> float:
+        return self.params.process_switch_s
 
     def _socket(self, w: _Worker) -> _Socket:
         return self.bg if w.background else self.fg  # type: ignore[return-value]
 
-    def _run_worker(self, w: _Worker):  # type: ignore[no-untyped-def]
-        """Run ``w`` until it blocks: in accept(), read(), or a write to a full buffer."""
+    def accept_socket(self, w: _Worker) -> ListenSocket:  # type: ignore[override]
+        return self._socket(w).listen
+
+    def block_in_accept(self, w: _Worker) -> None:  # type: ignore[override]
+        self._socket(w).waiters.append(w)
+
+    def work_category(self, w: _Worker) -> str:  # type: ignore[override]
+        return BACKGROUND if w.background else WORK
+
+    def serve(self, w: _Worker, conn: Connection):  # type: ignore[no-untyped-def,override]
+        """Write the reply a socket buffer at a time (blocking while a full buffer drains,
+        and while the background's pacing holds it back), or read and parse a request."""
         costs = self.costs
         p = self.params
         work = BACKGROUND if w.background else WORK
-        while True:
-            conn = w.conn
-            if conn is None:
-                if w.batch:
-                    w.conn = w.batch.popleft()
-                    continue
-                # accept up to the accept-limit, then serve them one after the other
-                sock = self._socket(w)
-                accepted = yield from self.accept_batch(sock.listen, w.batch.append)
-                if not accepted:
-                    sock.waiters.append(w)  # blocks in accept()
-                    return
-                self.accept_phases += 1
-                self.accepts += accepted
-                continue
-            if w.left:  # writing a reply, a socket buffer at a time
-                chunk = min(w.left, p.send_chunk_bytes)
-                yield work, costs.send_per_byte_s * chunk
-                w.left -= chunk
-                last = w.left == 0
-                if w.background and p.bg_send_limit_bytes_per_s != INF:
-                    sent = conn.reply_bytes - w.left
-                    w.pace_at = w.send_from + sent / p.bg_send_limit_bytes_per_s
-                self.link.send(chunk, self._chunk_sent, (w, conn, last))
-                if last:
-                    if w.pace_at > self.env._now:  # paced: this process's rate stays <= limit
-                        self.env.call_at(w.pace_at, self._paced, w)
-                        return
-                    continue  # the reply is all in the buffer: go on to the next read
-                return  # the buffer is full: block until it drains (and the pacing allows)
-            if conn.pending:
-                owner = self.bg_client if w.background else self.client
-                owner.check_client_gone(conn)  # type: ignore[union-attr]
-                conn.pending -= 1
-                yield work, costs.request_s
-                if w.background:
-                    self.bg_requests += 1
-                else:
-                    self.requests += 1
-                w.left = conn.reply_bytes
-                w.send_from = self.env._now
-                continue
-            if conn.eof:
-                yield work, costs.close_s
-                self.release(conn)
-                w.conn = None
-                continue
-            conn.server = w  # blocks in read() until data or end-of-file arrive
-            return
+        if w.left:  # writing a reply, a socket buffer at a time
+            chunk = min(w.left, p.send_chunk_bytes)
+            yield work, costs.send_per_byte_s * chunk
+            w.left -= chunk
+            last = w.left == 0
+            if w.background and p.bg_send_limit_bytes_per_s != INF:
+                sent = conn.reply_bytes - w.left
+                w.pace_at = w.send_from + sent / p.bg_send_limit_bytes_per_s
+            self.link.send(chunk, self._chunk_sent, (w, conn, last))
+            if last:
+                if w.pace_at > self.env._now:  # paced: this process's rate stays <= limit
+                    self.env.call_at(w.pace_at, self._paced, w)
+                    return BLOCKED
+                return NEXT  # the reply is all in the buffer: go on to the next read
+            return BLOCKED  # the buffer is full: block until it drains (and the pacing allows)
+        if conn.pending:
+            owner = self.bg_client if w.background else self.client
+            owner.check_client_gone(conn)  # type: ignore[union-attr]
+            conn.pending -= 1
+            yield work, costs.request_s
+            if w.background:
+                self.bg_requests += 1
+            else:
+                self.requests += 1
+            w.left = conn.reply_bytes
+            w.send_from = self.env._now
+            return NEXT
+        return None
 
     def _chunk_sent(self, item: tuple[_Worker, Connection, bool]) -> None:
         w, conn, last = item

@@ -35,16 +35,13 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import ACCEPT, Server
+from acceptsim.models.servers.base import ACCEPT, Server, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK, INF, Cpu, Task
+from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
-    from acceptsim.models.client import Client
-    from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import ListenSocket
-    from acceptsim.sim.engine import Environment
+    pass
 
 GETEVENTS = "getevents"
 WORK = "work"
@@ -70,17 +67,9 @@ class Userver(Server):
     name = "userver"
     has_select = True
 
-    def __init__(
-        self,
-        env: Environment,
-        cpu: Cpu,
-        listen: ListenSocket,
-        client: Client,
-        costs: HostCosts,
-        params: Any,  # UserverParams, or a subclass server's own
-        policy: AcceptPolicy,
-    ) -> None:
-        super().__init__(env, cpu, listen, client, costs, params, policy)
+    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+        # params: UserverParams, or a subclass server's own
+        super().__init__(host, params, policy)
         self.ready: list[Connection] = []  # readable connections, in the order they became so
         self._batch: list[Connection] = _EMPTY  # reported by the last select, being served
         #: the policy skipped the last accept phase (an edge-triggered dispatch
@@ -135,6 +124,23 @@ class Userver(Server):
         """Connections select() reported ready and not yet served, plus those ready since."""
         return len(self._batch) + len(self.ready)
 
+    def inline_hooks(self) -> tuple[bool, bool, bool]:
+        """Which of the hot path's own calls :meth:`run` may write inline: (getevents with
+        select_cost and listen_ready, readable of a connection just accepted, hold and
+        release).  Each is inline only where this class has not redefined it: an override
+        is always called.  A subclass that returns ``(False, False, False)`` runs the
+        general loop, with the same results (``tests/test_server_properties.py`` compares
+        the two paths run by run)."""
+        cls = type(self)
+        plain_select = (
+            cls.getevents is Userver.getevents
+            and cls.select_cost is Userver.select_cost
+            and cls.listen_ready is Userver.listen_ready
+        )
+        plain_readable = cls.readable is Userver.readable
+        plain_hold = cls.hold is Server.hold and cls.release is Server.release
+        return plain_select, plain_readable, plain_hold
+
     def run(self) -> Task:
         costs = self.costs
         listen = self.listen
@@ -144,26 +150,17 @@ class Userver(Server):
         clock = self.clock
         accept_cost = costs.accept_s + self.opened()
         policy = self.policy
-        # The hot path's own calls, inline where a subclass does not redefine them:
-        # getevents() with select_cost() and listen_ready(), hold() and release(),
-        # readable() of a connection just accepted; a static policy's accept_limit()
-        # and a work_budget() that never bounds (the same values, without the calls).
-        cls = type(self)
-        plain_select = (
-            cls.getevents is Userver.getevents
-            and cls.select_cost is Userver.select_cost
-            and cls.listen_ready is Userver.listen_ready
-        )
-        plain_readable = cls.readable is Userver.readable
-        plain_hold = cls.hold is Server.hold and cls.release is Server.release
+        plain_select, plain_readable, plain_hold = self.inline_hooks()
         select_base = costs.select_base_s
         select_per_fd = costs.select_per_fd_s
         accept_empty = costs.accept_empty_s
         request_s = costs.request_s
         per_byte = costs.send_per_byte_s
         close_s = costs.close_s
-        static_limit = getattr(policy, "static_limit", 0)  # a bound policy's (policies.bind)
-        bounded_work = getattr(policy, "bounds_work", True)
+        # a static policy's accept_limit() and a work_budget() that never bounds, without
+        # the calls (the same values)
+        static_limit = policy.static_limit
+        bounded_work = policy.bounds_work
         while True:
             # 1. getevents
             if plain_select:
