@@ -43,6 +43,7 @@ COMPILED = (
     "models/kernel.py",
     "models/client.py",
     "models/servers/base.py",
+    "models/servers/pool.py",
     "models/servers/userver.py",
     "models/servers/tux.py",
     "models/servers/knot.py",

@@ -97,18 +97,17 @@ class Server:
         raise NotImplementedError
 
     def accept_batch(
-        self, listen: ListenSocket, taken: Callable[[Connection], Any], limit: float = -1.0
+        self, listen: ListenSocket, taken: Callable[[Connection], Any], limit: float
     ) -> Generator[Any, None, int]:
-        """One accept phase: accept() from ``listen`` up to ``limit`` (by default the
-        policy's accept-limit, asked now).
+        """One accept phase: accept() from ``listen`` up to ``limit`` (the policy's
+        accept-limit for this phase, asked by the caller: a required argument, since
+        with a default value the compiled pool's calls never saw the policy's limit).
 
         Each call is a burst (``accept_s``); one that finds the queue empty costs
         ``accept_empty_s`` and ends the phase.  Each connection is held, then handed
         to ``taken``.  Returns how many were accepted; the caller counts the phase.
         """
         costs = self.costs
-        if limit < 0:
-            limit = self.policy.accept_limit(self)
         max_open = self.params.max_connections
         accepted = 0
         while accepted < limit and self.open < max_open:

@@ -350,8 +350,6 @@ class Amped(Sped):
 class _Worker(PoolWorker):
     """One MP process or MT thread."""
 
-    __slots__ = ("file_read",)
-
     def __init__(self) -> None:
         super().__init__()
         self.file_read = False  # the current request's file has just come from disk
@@ -374,7 +372,6 @@ class MultiProcess(_FileServing, WorkerPool):
             self.lock_s = 0.0
         self.runq: deque[_Worker] = deque()
         self.accept_waiters: deque[_Worker] = deque(_Worker() for _ in range(params.workers))
-        self.requests = 0
         host.listen.on_queued = self._connection_queued
         self.start()
 
@@ -422,7 +419,7 @@ class MultiProcess(_FileServing, WorkerPool):
         """A request: look its file up (a miss blocks in read() until the disk delivers),
         then reply."""
         if not conn.pending:
-            return None
+            return 0
         costs = self.costs
         p = self.params
         file = self.file_of(conn)
@@ -444,15 +441,7 @@ class MultiProcess(_FileServing, WorkerPool):
         return NEXT
 
     def counters(self) -> dict[str, float]:
-        out = {
-            "select_calls": 0,
-            "accept_phases": self.accept_phases,
-            "accepts": self.accepts,
-            "work_phases": self.requests,
-            "conns_worked": self.requests,
-            "open_area": self.open_area(),
-            "switches": self.switches,
-        }
+        out = super().counters()
         out.update(self.flash_counters())
         return out
 

@@ -78,7 +78,8 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import Server, ServerHost
+from acceptsim.models.servers.base import ServerHost
+from acceptsim.models.servers.pool import SCHEDULE, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, Task
 from acceptsim.sim.params import Params, param
@@ -87,7 +88,6 @@ if TYPE_CHECKING:
     pass
 
 INF = float("inf")
-SCHEDULE = "schedule"
 ACCEPT = "accept"
 WORK = "work"
 CATEGORIES = (SCHEDULE, ACCEPT, WORK)
@@ -114,23 +114,19 @@ class KnotParams(Params):
     )
 
 
-class _Thread:
+class _Thread(PoolWorker):
     """One user-level thread: the connections it has accepted and the one it serves."""
 
-    __slots__ = ("batch", "conn", "acceptor", "listen_ready")
-
     def __init__(self, acceptor: bool = True) -> None:
-        self.batch: deque[Connection] = deque()
-        self.conn: Connection | None = None
+        super().__init__()
         self.acceptor = acceptor  # Knot-A's per-connection threads are not
         self.listen_ready = False  # woken by a poll that reported the listening socket
 
 
-class Knot(Server):
+class Knot(WorkerPool):
     """Knot-C: a fixed pool of threads, each accepting up to accept-limit connections."""
 
     name = "knot"
-    has_select = False
     per_connection_threads = False
 
     def __init__(self, host: ServerHost, params: KnotParams, policy: AcceptPolicy) -> None:
@@ -144,10 +140,10 @@ class Knot(Server):
         # counters (cumulative)
         self.polls = 0
         self.poll_time = 0.0  # CPU seconds spent in the scheduler's polls
-        self.switches = 0
-        self.requests = 0
         self.listen_waits = 0  # waits for the listening socket that found it readable
-        self._static_limit = 0.0  # the policy's, if static (set when the loop starts)
+        self._static_limit = 0.0  # the policy's, if static (set by start())
+        self._bounded_work = True  # the policy may bound a work phase (set by start())
+        self._ends_at = INF  # end of the current work phase (the policy's budget)
         self.listen_blocks = 0  # ... that found it empty: the thread blocked on it
         self.failed_accepts = 0  # accept() calls that failed with EAGAIN
         self.conn_blocks = 0  # a thread blocked on its connection (waiting for data or EOF)
@@ -187,48 +183,56 @@ class Knot(Server):
         """Runnable threads, and threads whose descriptor is ready for the next poll."""
         return len(self.runq) + len(self.io_ready)
 
-    def run(self) -> Task:
-        costs = self.costs
-        runq = self.runq
-        clock = self.clock
-        ends_at = INF  # end of the current work phase (the policy's budget)
-        policy = self.policy
-        # a static policy's accept_limit() and a work_budget() that never bounds,
-        # without the calls (the same values)
-        self._static_limit = policy.static_limit
-        bounded_work = policy.bounds_work
-        while True:
-            if not runq or clock.now >= ends_at:
-                if not runq and not self.io_ready and not (
-                    self.accept_waiters and self._listen_ready()
-                ):
-                    yield BLOCK
-                    continue
-                poll = costs.knot_poll_base_s + costs.knot_poll_per_conn_s * self.open
-                yield SCHEDULE, poll
-                self.polls += 1
-                self.poll_time += poll
-                for th in self.io_ready:
-                    th.conn.ready = False  # type: ignore[union-attr]
-                    th.conn.server = None  # type: ignore[union-attr]
-                    runq.append(th)
-                self.io_ready.clear()
-                if self._listen_ready():
-                    waiters = self.accept_waiters
-                    for _ in range(min(self.params.acceptor_wakeups, len(waiters))):
-                        th = waiters.popleft()
-                        th.listen_ready = True
-                        runq.append(th)
-                # a work phase: the runnable threads run until none is left or the budget ends
-                ends_at = clock.now + policy.work_budget(self) if bounded_work else INF
-                continue
-            th = runq.popleft()
-            yield SCHEDULE, costs.knot_thread_switch_s
-            self.switches += 1
-            yield from self._run_thread(th)
+    def start(self) -> None:
+        super().start()
+        # a static policy's accept_limit() and a work_budget() that never bounds, without
+        # the calls (the same values)
+        self._static_limit = self.policy.static_limit
+        self._bounded_work = self.policy.bounds_work
 
-    def _run_thread(self, th: _Thread) -> Task:
-        """Run ``th`` until it blocks (or, for a Knot-A connection thread, exits)."""
+    # -- the pool's hooks (models.servers.pool) -------------------------------------------
+    def next_worker(self) -> _Thread | None:
+        """The next runnable thread, unless the work phase's budget is spent."""
+        if self.runq and self.clock.now < self._ends_at:
+            return self.runq.popleft()
+        return None
+
+    def idle(self) -> Task:
+        """No thread to run (or the work budget spent): Capriccio's scheduler polls the
+        kernel over every descriptor a thread waits on and makes runnable the threads
+        whose descriptor is ready (with nothing to wait for, the process sleeps)."""
+        runq = self.runq
+        if not runq and not self.io_ready and not (self.accept_waiters and self._listen_ready()):
+            yield BLOCK
+            return
+        costs = self.costs
+        poll = costs.knot_poll_base_s + costs.knot_poll_per_conn_s * self.open
+        yield SCHEDULE, poll
+        self.polls += 1
+        self.poll_time += poll
+        for th in self.io_ready:
+            th.conn.ready = False  # type: ignore[union-attr]
+            th.conn.server = None  # type: ignore[union-attr]
+            runq.append(th)
+        self.io_ready.clear()
+        if self._listen_ready():
+            waiters = self.accept_waiters
+            for _ in range(min(self.params.acceptor_wakeups, len(waiters))):
+                th = waiters.popleft()
+                th.listen_ready = True
+                runq.append(th)
+        # a work phase: the runnable threads run until none is left or the budget ends
+        self._ends_at = (
+            self.clock.now + self.policy.work_budget(self) if self._bounded_work else INF
+        )
+
+    def switch_s(self, w: PoolWorker) -> float:
+        return self.costs.knot_thread_switch_s
+
+    def run_worker(self, th: _Thread) -> Task:  # type: ignore[override]
+        """Run ``th`` until it blocks (or, for a Knot-A connection thread, exits).  Knot's own
+        body: a thread waits for the listening socket through Capriccio before it accepts,
+        and every I/O call goes through Capriccio's wrapper."""
         costs = self.costs
         client = self.client
         listen = self.listen

@@ -1,14 +1,21 @@
-"""A pool of processes (or kernel threads) with blocking I/O, scheduled on the host's CPU.
+"""A pool of workers (processes, kernel threads or user-level threads) that each accept a
+batch of connections and serve them one after another.
 
-What Flash's MP and MT servers and the two-class server share: each worker
-accepts up to accept-limit connections with a blocking ``accept()``, then
-serves them one after another, blocking in ``read()`` until a connection's
-request (or end-of-file) arrives, and closes each at end-of-file before it
-goes on to the next.  The kernel runs one runnable worker at a time, a
-context switch each.  A subclass says how a request is served
-(:meth:`WorkerPool.serve`: a disk read, a reply written a buffer at a time),
-which worker runs next, what a switch costs, and which listening socket a
-worker accepts on.
+What Knot, Flash's MP and MT servers and the two-class server share:
+
+* **the scheduler** (:meth:`WorkerPool.run`): the runnable workers run one at a
+  time on the host's CPU, a context switch each (:meth:`WorkerPool.switch_s`);
+  which worker runs next is :meth:`WorkerPool.next_worker`, and what the CPU
+  does when none may run is :meth:`WorkerPool.idle` (sleep until a worker is
+  made runnable; Knot's Capriccio polls the kernel for I/O instead);
+* **the worker body** (:meth:`WorkerPool.run_worker`): accept up to
+  accept-limit connections with a blocking ``accept()``, then serve them one
+  after another, blocking in ``read()`` until a connection's request (or
+  end-of-file) arrives, and close each at end-of-file before going on to the
+  next.  A subclass says how a request is served (:meth:`WorkerPool.serve`: a
+  disk read, a reply written a buffer at a time) and which listening socket a
+  worker accepts on.  Knot's threads, which wait for the listening socket
+  through Capriccio before they accept, bring a body of their own.
 """
 
 from __future__ import annotations
@@ -17,12 +24,15 @@ from collections import deque
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from acceptsim.models.connection import Connection
-from acceptsim.models.servers.base import Server
-from acceptsim.sim.cpu import BLOCK
+from acceptsim.models.servers.base import Server, ServerHost
+from acceptsim.sim.cpu import BLOCK, Task
 
 if TYPE_CHECKING:
     from acceptsim.models.kernel import ListenSocket
+    from acceptsim.models.policies import AcceptPolicy
 
 #: CPU category of context switches
 SCHEDULE = "schedule"
@@ -33,30 +43,36 @@ NEXT = 1  # it served a step: look at the connection again
 BLOCKED = 2  # the worker blocks (in read(), on the disk, on a full socket buffer)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PoolWorker:
-    """One process or thread: the connections it has accepted and the one it serves."""
-
-    __slots__ = ("batch", "conn")
+    """One worker: the connections it has accepted and not yet reached, and the one it
+    serves."""
 
     def __init__(self) -> None:
         self.batch: deque[Connection] = deque()
         self.conn: Connection | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WorkerPool(Server):
-    """Base of the process- and thread-pool servers (see the module text)."""
+    """Base of the pool servers (see the module text)."""
 
     has_select = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
+        # counters (cumulative)
         self.switches = 0
+        self.requests = 0  # requests served (each is a work phase of its own)
 
     # -- what a subclass defines --------------------------------------------------------
     def next_worker(self) -> PoolWorker | None:
-        """The worker the kernel runs next (taken off its run queue), or None: none is
-        runnable, the CPU sleeps until a worker is made runnable."""
+        """The worker that runs next (taken off its run queue), or None: :meth:`idle`."""
         raise NotImplementedError
+
+    def idle(self) -> Task:
+        """No worker may run now: sleep until one is made runnable (the default)."""
+        yield BLOCK
 
     def switch_s(self, w: PoolWorker) -> float:
         """CPU time of the context switch to ``w``."""
@@ -70,9 +86,9 @@ class WorkerPool(Server):
         """``w`` found no connection to accept: it blocks in ``accept()``."""
         raise NotImplementedError
 
-    def serve(self, w: PoolWorker, conn: Connection) -> Generator[Any, None, int | None]:
+    def serve(self, w: PoolWorker, conn: Connection) -> Generator[Any, Any, int]:
         """Serve ``conn``'s next step: :data:`NEXT` if it did, :data:`BLOCKED` if ``w``
-        blocks, None if there is nothing to serve (the body then closes the connection at
+        blocks, 0 if there is nothing to serve (the body then closes the connection at
         end-of-file, or blocks in ``read()``)."""
         raise NotImplementedError
 
@@ -80,18 +96,22 @@ class WorkerPool(Server):
         """The CPU category of ``w``'s work (its close)."""
         return WORK
 
+    def make_runnable(self, w: PoolWorker) -> None:
+        """The kernel makes ``w`` runnable (it is queued for the CPU)."""
+        raise NotImplementedError
+
     # -- the scheduler and the worker body ------------------------------------------------
-    def run(self) -> Generator[Any, Any, None]:
+    def run(self) -> Task:
         while True:
             w = self.next_worker()
             if w is None:
-                yield BLOCK
+                yield from self.idle()
                 continue
             yield SCHEDULE, self.switch_s(w)
             self.switches += 1
             yield from self.run_worker(w)
 
-    def run_worker(self, w: PoolWorker) -> Generator[Any, Any, None]:
+    def run_worker(self, w: PoolWorker) -> Task:
         """Run ``w`` until it blocks: in accept(), in read(), or where :meth:`serve` says."""
         close_s = self.costs.close_s
         while True:
@@ -101,7 +121,9 @@ class WorkerPool(Server):
                     w.conn = w.batch.popleft()
                     continue
                 # accept up to the accept-limit, then serve them one after the other
-                accepted = yield from self.accept_batch(self.accept_socket(w), w.batch.append)
+                limit = self.policy.accept_limit(self)
+                sock = self.accept_socket(w)
+                accepted = yield from self.accept_batch(sock, w.batch.append, limit)
                 if not accepted:
                     self.block_in_accept(w)
                     return
@@ -121,13 +143,21 @@ class WorkerPool(Server):
             conn.server = w  # blocks in read() until data or end-of-file arrive
             return
 
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters; the run takes differences over its window."""
+        return {
+            "select_calls": 0,
+            "accept_phases": self.accept_phases,
+            "accepts": self.accepts,
+            "work_phases": self.requests,
+            "conns_worked": self.requests,
+            "open_area": self.open_area(),
+            "switches": self.switches,
+        }
+
     def readable(self, conn: Connection) -> None:
         """Data or end-of-file on a connection: wake the worker blocked in its read()."""
         w = conn.server
         if isinstance(w, PoolWorker):
             conn.server = None
             self.make_runnable(w)
-
-    def make_runnable(self, w: PoolWorker) -> None:
-        """The kernel makes ``w`` runnable (it is queued for the CPU)."""
-        raise NotImplementedError

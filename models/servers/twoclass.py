@@ -141,8 +141,6 @@ class _BackgroundStreams(Streams):
 
 
 class _Worker(PoolWorker):
-    __slots__ = ("background", "left", "send_from", "pace_at")
-
     def __init__(self, background: bool) -> None:
         super().__init__()
         self.background = background
@@ -199,7 +197,6 @@ class TwoClass(WorkerPool):
             self.bg = _Socket(bg_listen, self)
             self.bg.waiters.extend(_Worker(True) for _ in range(params.bg_workers))
             env.call_in(0.0, self._start_background)
-        self.requests = 0
         self.bg_requests = 0
         self.start()
 
@@ -281,7 +278,7 @@ class TwoClass(WorkerPool):
             w.left = conn.reply_bytes
             w.send_from = self.env._now
             return NEXT
-        return None
+        return 0
 
     def _chunk_sent(self, item: tuple[_Worker, Connection, bool]) -> None:
         w, conn, last = item
@@ -298,16 +295,9 @@ class TwoClass(WorkerPool):
 
     # -- measures ------------------------------------------------------------------------
     def counters(self) -> dict[str, float]:
-        return {
-            "select_calls": 0,
-            "accept_phases": self.accept_phases,
-            "accepts": self.accepts,
-            "work_phases": self.requests,
-            "conns_worked": self.requests,
-            "open_area": self.open_area(),
-            "bg_requests": self.bg_requests,
-            "link_busy_time": self.link.busy_time,
-        }
+        out = super().counters()  # requests: the foreground's
+        out.update(bg_requests=self.bg_requests, link_busy_time=self.link.busy_time)
+        return out
 
     def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
         """``background``: the second class's load, replies, response time and connections;
