@@ -456,7 +456,7 @@ class Host:
         shares.update({k: v / window for k, v in used.items()})
         idle = 1.0 - sum(shares.values())
         shares["idle"] = 0.0 if abs(idle) < 1e-9 else idle  # float noise of summed costs
-        has_select = getattr(self.server, "has_select", False)
+        has_select = self.server.has_select
         bound = self.bound
         static = isinstance(self.policy, policies.StaticLimit)
         profile = client.rate_profile  # with one, the target is its mean over the window
@@ -540,8 +540,7 @@ class Host:
             }
         if "busy_area" in server:
             result["threads_busy_mean"] = server["busy_area"] / window
-        if hasattr(self.server, "result_extras"):  # a server's own measures (documented there)
-            result.update(self.server.result_extras(server, window))
+        result.update(self.server.result_extras(server, window))  # a server's own measures
         return result
 
 

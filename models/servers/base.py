@@ -12,7 +12,8 @@ subclass fulfils:
 * ``counters()``: cumulative counters (``accept_phases``, ``accepts``,
   ``select_calls``, ``work_phases``, ``conns_worked``, ``open_area``), of
   which the run takes differences over its window;
-* ``work_queue_len``: the work waiting for it, for an accept policy's view.
+* ``work_queue_len``: the work waiting for it, for an accept policy's view;
+* optionally ``result_extras(diff, window)``: measures of its own for the record.
 
 ``open``, ``accept_phases`` and ``accepts`` are kept here, since the run
 and the policies read them from every server alike; so is the one account
@@ -136,6 +137,11 @@ class Server:
         self.open -= 1
         self._open_sum += self.clock.now
         conn.state = CLOSED
+
+    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+        """The server's own measures over the run's window, added to the result record
+        under its own keys (``diff``: the differences of :meth:`counters`; none here)."""
+        return {}
 
     def open_area(self) -> float:
         """Integral of open connections over time, up to now (connection-seconds)."""

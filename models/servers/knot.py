@@ -239,11 +239,8 @@ class Knot(WorkerPool):
         per_byte = costs.send_per_byte_s
         io = costs.knot_io_s  # Capriccio's wrapper, per I/O call
         while True:
-            conn = th.conn
+            conn = th.take()
             if conn is None:
-                if th.batch:
-                    th.conn = th.batch.popleft()
-                    continue
                 if not th.acceptor:  # Knot-A: the connection's thread is done
                     self._idle_thread()
                     self.threads -= 1

@@ -52,6 +52,14 @@ class PoolWorker:
         self.batch: deque[Connection] = deque()
         self.conn: Connection | None = None
 
+    def take(self) -> Connection | None:
+        """The connection to serve: the current one, else the next of the batch (which
+        becomes the current one); None when the batch is done."""
+        conn = self.conn
+        if conn is None and self.batch:
+            conn = self.conn = self.batch.popleft()
+        return conn
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class WorkerPool(Server):
@@ -115,11 +123,8 @@ class WorkerPool(Server):
         """Run ``w`` until it blocks: in accept(), in read(), or where :meth:`serve` says."""
         close_s = self.costs.close_s
         while True:
-            conn = w.conn
+            conn = w.take()
             if conn is None:
-                if w.batch:
-                    w.conn = w.batch.popleft()
-                    continue
                 # accept up to the accept-limit, then serve them one after the other
                 limit = self.policy.accept_limit(self)
                 sock = self.accept_socket(w)
