@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,13 +61,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", default="userver,tux,knot")
     parser.add_argument("--accept-limit", default=None)
     parser.add_argument("--rate", default=None, help="target rate (default: the bench's)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="count each server this many times and report the median (with "
+                        "a fixed string-hash seed, repeats of the same code still differ by up "
+                        "to a few per cent: compare medians of 3 or more)")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not on the PATH")
     result = {}
     for server in args.servers.split(","):
-        (i0, c0), (i1, c1) = (count(server, d, args.accept_limit, args.rate) for d in DURATIONS_S)
-        result[server] = round((i1 - i0) / (c1 - c0))
+        per_attempt = []
+        for _ in range(max(args.repeat, 1)):
+            (i0, c0), (i1, c1) = (
+                count(server, d, args.accept_limit, args.rate) for d in DURATIONS_S
+            )
+            per_attempt.append((i1 - i0) / (c1 - c0))
+        result[server] = round(statistics.median(per_attempt))
     print(json.dumps(result, indent=2))
     return 0
 
