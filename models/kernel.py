@@ -25,6 +25,7 @@ which removes the request.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,20 @@ class KernelProfile(Params):
     )
     synack_rto_s: float = param(3.0, unit="s", gt=0.0, doc="server's initial SYN-ACK timeout")
     synack_retries: int = param(5, unit="retransmissions", ge=0, doc="tcp_synack_retries")
+    synq_timer_s: float = param(
+        0.2,
+        unit="s",
+        ge=0.0,
+        doc="period of the listen socket's SYN-queue timer (2.4: TCP_SYNQ_INTERVAL, HZ/5).  "
+        "Each run checks only part of the SYN queue's hash table (a clock hand, "
+        "2 * synq_hash_buckets / (synack_rto_s / synq_timer_s) buckets), so a request's "
+        "SYN-ACK is retransmitted at the first run that reaches its bucket after it expired, "
+        "together with the others that run finds; 0: every SYN-ACK timer fires at its exact "
+        "instant",
+    )
+    synq_hash_buckets: int = param(
+        512, unit="buckets", ge=1, doc="TCP_SYNQ_HSIZE: the SYN queue's hash table"
+    )
     data_rto_min_s: float = param(
         0.2, unit="s", gt=0.0, doc="minimum data retransmission timeout (LAN RTTs give this)"
     )
@@ -113,6 +128,16 @@ class KernelProfile(Params):
         return backlog if self.syn_queue_is_backlog else self.max_syn_backlog
 
 
+def synq_bucket(conn_id: int, buckets: int) -> int:
+    """The SYN-queue hash bucket of a connection: a fixed mix of its id, standing for the
+    kernel's hash of the client's address and port under a random secret.  (Every product
+    stays below 2**58: the compiled build keeps it in a machine word.)"""
+    h = conn_id & 0xFFFFFFF
+    h = ((h ^ (h >> 15)) * 0x2C1B3C6D) & 0xFFFFFFF
+    h = ((h ^ (h >> 12)) * 0x297A2D39) & 0xFFFFFFF
+    return (h ^ (h >> 15)) % buckets
+
+
 LINUX_24 = KernelProfile()
 LINUX_MODERN = KernelProfile(
     name="linux-modern",
@@ -123,11 +148,13 @@ LINUX_MODERN = KernelProfile(
     syn_rto_s=1.0,
     synack_rto_s=1.0,
     client_timer_tick_s=0.0,
+    synq_timer_s=0.0,
 )
 PROFILES: dict[str, KernelProfile] = {p.name: p for p in (LINUX_24, LINUX_MODERN)}
 PROFILE_SUMMARIES = {
     "linux-2.4": "Linux 2.4.20, the paper's: 128-entry accept queue, 1,024-entry SYN queue, "
-    "the young rule, no syncookies, 3 s initial RTO, clients ticking at HZ=100.",
+    "the young rule, no syncookies, 3 s initial RTO, clients ticking at HZ=100, SYN-ACKs "
+    "retransmitted by a 200 ms clock hand over the SYN queue.",
     "linux-modern": "Today's Linux: somaxconn 4096, SYN queue = backlog, syncookies, every "
     "SYN dropped on a full accept queue, 1 s initial RTO.",
 }
@@ -200,6 +227,15 @@ class ListenSocket:
         self.accept_queue: deque[Connection] = deque()
         #: first SYN-ACK retransmission timers of overflowed requests (can be thousands)
         self._synack_timers = env.timer_lane()
+        # the SYN-queue timer's clock hand (synq_timer_s > 0): buckets checked per run
+        self._synq_timer = profile.synq_timer_s
+        self._synq_buckets = profile.synq_hash_buckets
+        self._synq_budget = (
+            min(2 * (profile.synq_hash_buckets
+                     // max(1, round(profile.synack_rto_s / self._synq_timer))),
+                profile.synq_hash_buckets)
+            if self._synq_timer > 0 else 0
+        )
         self.syn_len = 0  # open requests in the SYN queue
         self.syn_young = 0  # of which young
         # counters (cumulative; the run takes differences over its window)
@@ -301,7 +337,8 @@ class ListenSocket:
                 conn.acked = True
                 if not conn.cookie:  # a real open request: arm the SYN-ACK timer
                     self._synack_timers.call_at(
-                        conn.synq_at + self.profile.synack_rto_s, self._synack_timer, conn
+                        self._synack_fires(conn, conn.synq_at + self.profile.synack_rto_s),
+                        self._synack_timer, conn,
                     )
             if data and not conn.request_unacked:
                 conn.request_unacked = True  # the client's retransmission timer runs
@@ -361,7 +398,28 @@ class ListenSocket:
         self._move_to_accept_queue(conn, data=conn.request_unacked)
         if conn.state == SYN_RECV:
             backoff = min(profile.synack_rto_s * 2**conn.synack_rtx, profile.rto_max_s)
-            self.env.delay_line(backoff).put(self._synack_timer, conn)
+            if self._synq_budget:
+                at = self._synack_fires(conn, self.clock.now + backoff)
+                self._synack_timers.call_at(at, self._synack_timer, conn)
+            else:
+                self.env.delay_line(backoff).put(self._synack_timer, conn)
+
+    def _synack_fires(self, conn: Connection, expires: float) -> float:
+        """When the SYN-ACK timer of ``conn``, expiring at ``expires``, fires: then, or
+        with the SYN-queue timer (``synq_timer_s``) at the first of its runs, on a grid of
+        its period, whose clock hand reaches the request's bucket at or after ``expires``.
+        The bucket is a fixed hash of the connection (the kernel hashes the client's
+        address and port with a random secret)."""
+        if not self._synq_budget:
+            return expires
+        period = self._synq_timer
+        buckets = self._synq_buckets
+        budget = self._synq_budget
+        bucket = synq_bucket(conn.id, buckets)
+        k = math.ceil(expires / period - 1e-9)
+        while (bucket - budget * k) % buckets >= budget:  # the hand passes it within a lap
+            k += 1
+        return k * period
 
     def fin(self, conn: Connection) -> None:
         """The client's FIN arrives (it read its reply, or it timed out).

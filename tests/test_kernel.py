@@ -129,13 +129,18 @@ def test_syncookies_answer_a_full_syn_queue_without_keeping_state() -> None:
     assert cookie.state == ESTABLISHED and host.listen.syn_len == 2
 
 
+#: by when the first SYN-ACK retransmission has come: its expiry, plus at most a lap of
+#: the SYN-queue timer's clock hand (test_synq_timer.py)
+FIRST_SYNACK_RETRY_BY = LINUX_24.synack_rto_s + 9 * LINUX_24.synq_timer_s
+
+
 def test_synack_timer_ages_young_requests_then_expires_them() -> None:
     host = Host(backlog=1)
     host.handshake()
     host.handshake()
     stuck = host.handshake()
     assert host.listen.syn_young == 1
-    host.env.run(until=3.5)  # first SYN-ACK retransmission at 3 s
+    host.env.run(until=FIRST_SYNACK_RETRY_BY)  # the first SYN-ACK retransmission
     assert stuck.synack_rtx == 1 and not stuck.young and host.listen.syn_young == 0
     host.env.run(until=1000)
     assert stuck.state == CLOSED
@@ -149,7 +154,7 @@ def test_synack_to_a_client_whose_socket_is_gone_draws_a_reset() -> None:
     host.handshake()
     stuck = host.handshake()
     stuck.client_dead = True
-    host.env.run(until=3.5)
+    host.env.run(until=FIRST_SYNACK_RETRY_BY)
     assert stuck.state == CLOSED and host.listen.requests_reset == 1
 
 
@@ -198,7 +203,7 @@ def test_a_synack_retransmission_moves_an_overflowed_bare_ack_without_data() -> 
     late = host.syn()
     host.listen.bare_ack(late)  # overflows; the client application has not written yet
     host.listen.accept()  # room again
-    host.env.run(until=LINUX_24.synack_rto_s + 0.1)
+    host.env.run(until=FIRST_SYNACK_RETRY_BY)
     assert late.state == ESTABLISHED and late.pending == 0 and late.synack_rtx == 1
     host.listen.first_request(late)
     assert late.pending == 1
