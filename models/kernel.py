@@ -20,7 +20,10 @@ connection (the client's retransmitted request, its ACKs of retransmitted
 SYN-ACKs) retries the move into the accept queue.  The SYN-ACK timer
 retransmits after 3 s, doubling, ``synack_retries`` times, then drops the
 request; a SYN-ACK that reaches a client whose socket is gone draws a RST,
-which removes the request.
+which removes the request.  On 2.4 one timer per listening socket does this
+every 200 ms over a share of the SYN queue's hash table (a clock hand), so a
+retransmission comes up to a lap of the hand after its expiry
+(``synq_timer_s``; :meth:`ListenSocket._synack_fires`).
 """
 
 from __future__ import annotations
@@ -230,10 +233,11 @@ class ListenSocket:
         # the SYN-queue timer's clock hand (synq_timer_s > 0): buckets checked per run
         self._synq_timer = profile.synq_timer_s
         self._synq_buckets = profile.synq_hash_buckets
+        # (at least one bucket a run: the kernel's loop checks one before it counts)
         self._synq_budget = (
-            min(2 * (profile.synq_hash_buckets
-                     // max(1, round(profile.synack_rto_s / self._synq_timer))),
-                profile.synq_hash_buckets)
+            max(1, min(2 * (profile.synq_hash_buckets
+                            // max(1, round(profile.synack_rto_s / self._synq_timer))),
+                       profile.synq_hash_buckets))
             if self._synq_timer > 0 else 0
         )
         self.syn_len = 0  # open requests in the SYN queue

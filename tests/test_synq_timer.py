@@ -72,3 +72,11 @@ def test_the_hand_spreads_retransmissions_over_a_lap() -> None:
 def test_without_the_timer_a_retransmission_comes_at_its_expiry(kernel: str) -> None:
     listen = listen_socket(kernel)
     assert listen._synack_fires(Connection(7, 0.0, 10.0), 3.123) == 3.123
+
+
+def test_a_small_table_still_has_its_hand_move_a_bucket_a_run() -> None:
+    listen = Host(RunConfig(rate_per_s=1000, duration_s=1.0, warmup_s=0.0,
+                            kernel=LINUX_24.replace(synq_hash_buckets=8))).listen
+    fires = [listen._synack_fires(Connection(i, 0.0, 10.0), 3.0) for i in range(64)]
+    assert all(3.0 <= f <= 3.0 + 8 * PERIOD + 1e-9 for f in fires)
+    assert len({round(f / PERIOD) for f in fires}) > 1  # one bucket a run: a lap of 8 runs
