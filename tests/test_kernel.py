@@ -130,8 +130,11 @@ def test_syncookies_answer_a_full_syn_queue_without_keeping_state() -> None:
 
 
 #: by when the first SYN-ACK retransmission has come: its expiry, plus at most a lap of
-#: the SYN-queue timer's clock hand (test_synq_timer.py)
-FIRST_SYNACK_RETRY_BY = LINUX_24.synack_rto_s + 9 * LINUX_24.synq_timer_s
+#: the SYN-queue timer's clock hand (test_synq_timer.py), plus a run for rounding
+FIRST_SYNACK_RETRY_BY = LINUX_24.synack_rto_s + LINUX_24.synq_timer_s * (
+    2 + LINUX_24.synq_hash_buckets
+    // (2 * (LINUX_24.synq_hash_buckets // round(LINUX_24.synack_rto_s / LINUX_24.synq_timer_s)))
+)
 
 
 def test_synack_timer_ages_young_requests_then_expires_them() -> None:

@@ -67,7 +67,6 @@ class Server:
     has_select = False
 
     def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
-        self.host = host
         self.env = host.env
         self.clock = host.env.clock
         self.cpu = host.cpu
