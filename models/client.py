@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -91,10 +91,10 @@ class ClientParams(Params):
     )
 
 
-COMPLETED = "completed"
-TIMED_OUT = "timed_out"
+COMPLETED: Final = "completed"
+TIMED_OUT: Final = "timed_out"
 #: slack, in ticks, for instants computed on a tick boundary in floating point
-_TICK_EPS = 1e-6
+_TICK_EPS: Final = 1e-6
 
 
 class Client:
@@ -142,7 +142,7 @@ class Client:
         self.rate_profile = arrivals.parse(params.rate_profile)
         if self.rate_profile is not None:
             self._gap = arrivals.thinned_gaps(
-                self.rate_profile, streams, lambda: env._now - self.owd, params.spacing
+                self.rate_profile, streams, lambda: env.now - self.owd, params.spacing
             )
         self._next_id = 0
         self.live: dict[int, Connection] = {}

@@ -14,15 +14,15 @@ share one object.  Follow a connection's ``state`` through models/ top-down:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-SYN_SENT = 0
-SYN_RECV = 1
-ESTABLISHED = 2
-ACCEPTED = 3
-CLOSED = 4
+SYN_SENT: Final = 0
+SYN_RECV: Final = 1
+ESTABLISHED: Final = 2
+ACCEPTED: Final = 3
+CLOSED: Final = 4
 
-STATE_NAMES = ("SYN_SENT", "SYN_RECV", "ESTABLISHED", "ACCEPTED", "CLOSED")
+STATE_NAMES: Final = ("SYN_SENT", "SYN_RECV", "ESTABLISHED", "ACCEPTED", "CLOSED")
 
 
 class Connection:

@@ -369,7 +369,7 @@ class Host:
         interval = config.timeseries_interval_s
         env = self.env
         view = self.bound.view
-        now = env._now
+        now = env.now
         replies, drops, accepts, phases = (
             view.replies, view.drops, view.accepts, view.accept_phases
         )

@@ -32,7 +32,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -166,7 +166,7 @@ PROFILE_SUMMARIES = {
 #: the listen path's drop counters, by kind: every SYN dropped by one of the three rules,
 #: and every segment that found the accept queue full (ListenOverflow).  Each is an
 #: attribute of :class:`ListenSocket`; run records and the policy view read them from here
-DROP_KINDS = ("syn_q_full", "accept_q_full", "drop_request", "listen_overflow")
+DROP_KINDS: Final = ("syn_q_full", "accept_q_full", "drop_request", "listen_overflow")
 
 
 class ClientSide(Protocol):

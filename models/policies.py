@@ -117,7 +117,7 @@ class ServerView:
     @property
     def now(self) -> float:
         """Simulated time (s)."""
-        return self._env._now
+        return self._env.now
 
     @property
     def server(self) -> str:

@@ -45,19 +45,19 @@ overrun by up to a tick).  See :class:`Bandwidth`.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Iterable
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from acceptsim.sim.engine import Environment
 
 #: yielded by a task to sleep until woken
-BLOCK = object()
+BLOCK: Final = object()
 
 #: the category under which kernel (interrupt) time is reported
-KERNEL = "kernel"
+KERNEL: Final = "kernel"
 
-INF = float("inf")
+INF: Final = float("inf")
 
 Task = Generator[Any, None, None]
 
@@ -77,6 +77,9 @@ class Cpu:
         #: instant the task's current burst ends (inf while it sleeps)
         self.task_end = INF
         self._task: Task | None = None
+        #: the task's ``__next__``, which the event loop calls to run it to its next
+        #: yield (held here: calling it costs no attribute or built-in look-up)
+        self._step: Callable[[], Any] = iter(()).__next__
         self._category: str | None = None
         #: the task's CFS bandwidth limit, if any (:meth:`limit`)
         self.bandwidth: Bandwidth | None = None
@@ -106,6 +109,7 @@ class Cpu:
         if self._task is not None:
             raise RuntimeError("this Cpu already runs a task")
         self._task = task
+        self._step = task.__next__
         self._resume_at(self.env.now)
 
     @property
@@ -150,7 +154,7 @@ class Cpu:
 
 
 #: the quota counts as used up when less than this is left (float noise of summed costs)
-_QUOTA_EPS_S = 1e-12
+_QUOTA_EPS_S: Final = 1e-12
 
 
 class Bandwidth:
@@ -191,7 +195,7 @@ class Bandwidth:
         """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
         throttled_s = self.throttled_s
         if self.throttled:  # the throttled part of the current period, so far
-            throttled_s += self.env._now - self._throttled_at
+            throttled_s += self.env.now - self._throttled_at
         return {
             "periods": self.periods,
             "throttled_periods": self.throttled_periods,
@@ -200,7 +204,7 @@ class Bandwidth:
 
     def _ready_at(self) -> float:
         """When the task can next run: now, or when the kernel's backlog is done."""
-        return max(self.cpu.kernel_free_at, self.env._now)
+        return max(self.cpu.kernel_free_at, self.env.now)
 
     def hold_wake(self) -> bool:
         """Called by :meth:`Cpu.wake` for a sleeping task: True if it must stay
@@ -223,13 +227,13 @@ class Bandwidth:
             if cpu.task_end == INF:  # asleep: the quota cannot run out before it wakes
                 self._left_on_wake = left
             else:
-                self.env.call_at(self.env._now + left, self._check, generation)
+                self.env.call_at(self.env.now + left, self._check, generation)
             return
         self._throttle()
 
     def _throttle(self) -> None:
         cpu = self.cpu
-        now = self.env._now
+        now = self.env.now
         self.throttled = True
         self._throttled_at = now
         self.throttled_periods += 1
@@ -245,7 +249,7 @@ class Bandwidth:
 
     def _refill(self, _: object) -> None:
         cpu = self.cpu
-        now = self.env._now
+        now = self.env.now
         self.periods += 1
         self._generation += 1
         self._left_on_wake = None

@@ -5,25 +5,31 @@ with deterministic ``(time, priority, sequence)`` ordering, its events,
 timeouts and processes all work as in SimPy.  For speed it adds:
 
 * ``call_in(delay, fn, value)`` / ``call_at``: schedule a plain callback
-  ``fn(value)`` on SimPy's heap as a light :class:`Call` entry rather than a
-  ``Timeout`` with a callback list (packet arrivals and timers are callbacks,
-  not one SimPy process per connection);
+  ``fn(value)`` on the event heap as a light :class:`Call` entry rather than
+  a ``Timeout`` with a callback list (packet arrivals and timers are
+  callbacks, not one SimPy process per connection);
 * **delay lines** (:meth:`Environment.delay_line`): a first-in first-out
   lane for events that all happen a fixed delay after they are scheduled
   (a packet crossing a LAN with a constant round-trip time, a retransmission
-  after a fixed timeout).  Only a line's head sits on SimPy's heap, so the
+  after a fixed timeout).  Only a line's head is on the event heap, so the
   heap stays small however many packets are in flight;
 * ``call_recurring(delay, gap, fn)``: a callback that recurs at instants
-  spaced by ``gap()`` draws (a stream of arrivals), whose next entry takes
+  spaced by ``gap()`` draws (a stream of arrivals), whose next instant takes
   the place of the fired one on the heap;
 * **timer lanes** (:meth:`Environment.timer_lane`): a population of timers
   at arbitrary instants (one per overflowed connection) in a heap of their
-  own, only the earliest on SimPy's heap, so the main heap stays shallow;
-* a :class:`Clock` (``env.clock.now``): the current time as a small object
-  of its own, which the compiled hot path reads faster than ``env._now``;
+  own, only the earliest on the event heap, so the event heap stays shallow;
+* a :class:`Clock` (``env.clock``): the current time (``clock.now``), the
+  event heap and its sequence numbers, in one small object that the
+  compiled hot path reads as native fields;
 * a :class:`sim.cpu.Cpu` whose task is advanced *between* events: before
   each event is processed, the task runs every burst that ends no later than
   that event.
+
+The event heap holds :class:`Entry` objects (SimPy's own events wrapped in
+an :class:`EventEntry`), ordered by ``(time, priority, sequence)`` as SimPy
+orders its tuples; an entry that recurs (a delay line's head, a recurring
+callback) is the same object moved to its next instant, not a new one.
 
 Ties are deterministic: at one instant a task burst ending then completes
 first, then heap entries in scheduling order (SimPy's rule).
@@ -32,84 +38,148 @@ first, then heap entries in scheduling order (SimPy's rule).
 from __future__ import annotations
 
 import gc
+import heapq
 from collections import deque
 from collections.abc import Callable
-from heapq import heappop, heappush, heapreplace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import simpy
 from simpy.core import EmptySchedule, Infinity, StopSimulation
 
-from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.cpu import BLOCK, INF
 
 if TYPE_CHECKING:
     from acceptsim.sim.cpu import Cpu
 
 #: SimPy's priority for ordinary events
-NORMAL = 1
+NORMAL: Final = 1
+
+# heapq's operations as constants of this module: the compiled build reads a
+# constant directly, where an imported name is looked up in the module's globals
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+heapreplace: Final = heapq.heapreplace
+
+
+class Entry:
+    """A place on the event heap: the instant ``t``, SimPy's priority ``prio`` and
+    the sequence number ``seq`` that orders entries of one instant and priority
+    in the order they were scheduled.  Entries compare as SimPy's
+    ``(time, priority, sequence)`` tuples do."""
+
+    __slots__ = ("t", "prio", "seq")
+
+    def __init__(self, t: float, prio: int, seq: int) -> None:
+        self.t = t
+        self.prio = prio
+        self.seq = seq
+
+    def __lt__(self, other: Entry) -> bool:
+        if self.t != other.t:
+            return self.t < other.t
+        if self.prio != other.prio:
+            return self.prio < other.prio
+        return self.seq < other.seq
 
 
 class Clock:
-    """The simulated time, held by a small object of its own: the compiled models read
-    ``clock.now`` as a native field, where ``env._now`` is a look-up in a Python object's
-    dictionary.  The environment keeps the two equal (it sets both at every event)."""
+    """The simulated time and the event heap, in one small object of their own.
 
-    __slots__ = ("now",)
+    ``now`` is the current time (kept equal to ``env.now``: read it, never set
+    it); ``heap`` holds the scheduled :class:`Entry` objects; ``seq`` is the next
+    sequence number.  The compiled models read these as native fields, where
+    attributes of the SimPy environment are look-ups in a dictionary.
+    """
+
+    __slots__ = ("now", "heap", "seq")
 
     def __init__(self, now: float) -> None:
         self.now = now
+        self.heap: list[Entry] = []
+        self.seq = 0
+
+    def push(self, entry: Entry, at: float) -> None:
+        """Put ``entry`` on the heap at instant ``at`` with the next sequence number."""
+        entry.t = at
+        entry.seq = self.seq
+        self.seq += 1
+        heappush(self.heap, entry)
+
+    def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
+        """Call ``fn(value)`` after ``delay`` seconds."""
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        call = Call(self.now + delay, self.seq, fn, value)
+        self.seq += 1
+        heappush(self.heap, call)
+        return call
 
 
-class Call:
+class Call(Entry):
     """A scheduled plain callback ``fn(value)``; lighter than a SimPy event."""
 
     __slots__ = ("fn", "value")
 
-    def __init__(self, fn: Callable[[Any], None], value: Any) -> None:
+    def __init__(self, t: float, seq: int, fn: Callable[[Any], None], value: Any) -> None:
+        super().__init__(t, NORMAL, seq)
         self.fn = fn
         self.value = value
 
 
-class Recurring:
+class EventEntry(Entry):
+    """A SimPy event on the heap (``Environment.schedule``)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, t: float, prio: int, seq: int, event: simpy.Event) -> None:
+        super().__init__(t, prio, seq)
+        self.event = event
+
+
+class Recurring(Entry):
     """A callback ``fn(value)`` that recurs at instants spaced by ``gap()`` draws.
 
     When it fires, its next instant is drawn first, then ``fn`` is called
     (as if ``fn`` had first scheduled its own next call).  Cheaper than a
-    :class:`Call` that reschedules itself: the next entry replaces the fired
-    one on the heap.
+    :class:`Call` that reschedules itself: the entry moves to its next instant
+    in place on the heap.
     """
 
     __slots__ = ("fn", "value", "gap")
 
-    def __init__(self, fn: Callable[[Any], None], value: Any, gap: Callable[[], float]) -> None:
+    def __init__(
+        self, fn: Callable[[Any], None], value: Any, gap: Callable[[], float]
+    ) -> None:
+        super().__init__(0.0, NORMAL, 0)
         self.fn = fn
         self.value = value
         self.gap = gap
 
 
-class DelayLine:
+class DelayLine(Entry):
     """Events that each happen ``delay`` seconds after being put, in FIFO order.
 
-    Only the line's head is on SimPy's heap (one reused entry), so however
-    many packets are in flight on a line, the heap stays small.
+    Only the line's head is on the event heap (the line itself is that entry,
+    moved to the next head's instant when the head fires), so however many
+    packets are in flight on a line, the heap stays small.
     """
 
-    __slots__ = ("env", "delay", "queue")
+    __slots__ = ("clock", "delay", "queue")
 
     def __init__(self, env: Environment, delay: float) -> None:
         if not delay >= 0:
             raise ValueError(f"delay={delay!r}: must be >= 0")
-        self.env = env
+        super().__init__(0.0, NORMAL, 0)
+        self.clock = env.clock
         self.delay = delay
         self.queue: deque[tuple[float, Callable[[Any], None], Any]] = deque()
 
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
-        env = self.env
-        at = env.clock.now + self.delay
+        clock = self.clock
+        at = clock.now + self.delay
         if not self.queue:
-            # the line itself is its head's entry on the heap
-            heappush(env._queue, (at, NORMAL, next(env._eid), self))  # type: ignore[misc]
+            clock.push(self, at)  # the line itself is its head's entry on the heap
         self.queue.append((at, fn, value))
 
     def put_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
@@ -117,79 +187,109 @@ class DelayLine:
         now or than the last instant on this line (so the line stays in FIFO order):
         for timers that each know their instant and are set in the order they fire."""
         queue = self.queue
-        if at < self.env.clock.now or (queue and at < queue[-1][0]):
+        if at < self.clock.now or (queue and at < queue[-1][0]):
             raise ValueError(f"at={at!r}: earlier than now or than the line's last instant")
         if not queue:
-            env = self.env
-            heappush(env._queue, (at, NORMAL, next(env._eid), self))  # type: ignore[misc]
+            self.clock.push(self, at)
         queue.append((at, fn, value))
 
     def fire(self) -> None:
-        """The head's time has come: call it, and put the next head on the heap."""
+        """The head's time has come (the line is at the top of the heap): call it, and
+        move the line to the next head's instant, or off the heap."""
         queue = self.queue
+        clock = self.clock
         _, fn, value = queue.popleft()
-        if queue:
-            env = self.env
-            heappush(env._queue, (queue[0][0], NORMAL, next(env._eid), self))  # type: ignore[misc]
+        if queue:  # the line's next head takes its place: one sift, not two
+            self.t = queue[0][0]
+            self.seq = clock.seq
+            clock.seq += 1
+            heapreplace(clock.heap, self)
+        else:
+            heappop(clock.heap)
         fn(value)
 
 
+class LaneTimer(Entry):
+    """One timer of a :class:`TimerLane`: ``fn(value)`` at its instant."""
+
+    __slots__ = ("fn", "value", "lane", "on_main")
+
+    def __init__(
+        self, t: float, seq: int, fn: Callable[[Any], None], value: Any, lane: TimerLane
+    ) -> None:
+        super().__init__(t, NORMAL, seq)
+        self.fn = fn
+        self.value = value
+        self.lane = lane
+        #: the timer is also on the event heap
+        self.on_main = False
+
+
 class TimerLane:
-    """Many pending timers, each at its own instant, kept off SimPy's heap.
+    """Many pending timers, each at its own instant, kept off the event heap.
 
     For a large population of timers (one per connection, say) that would
     otherwise make every heap operation of the run deeper.  The lane keeps
-    its own heap; only its earliest timer is also on SimPy's heap.  Each
-    timer keeps the ``(time, priority, sequence)`` key it gets when it is
-    set, so events happen in exactly the order they would if every timer
-    were on SimPy's heap.
+    its own heap; its earliest timer is always also on the event heap (and
+    the timers that were earliest when set stay there too).  Each timer keeps
+    the ``(time, priority, sequence)`` key it gets when it is set, so events
+    happen in exactly the order they would if every timer were on the event
+    heap: the lane's timers on the event heap are always the earliest of the
+    lane, so the one that fires there is the lane's head.
     """
 
-    __slots__ = ("env", "heap", "_on_main")
+    __slots__ = ("clock", "heap")
 
     def __init__(self, env: Environment) -> None:
-        self.env = env
-        self.heap: list[tuple[float, int, int, Call]] = []
-        #: sequence numbers of this lane's timers that have an entry on SimPy's heap
-        self._on_main: set[int] = set()
+        self.clock = env.clock
+        self.heap: list[LaneTimer] = []
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at the instant :meth:`Environment.call_at` would."""
-        env = self.env
-        now = env.clock.now
+        clock = self.clock
+        now = clock.now
         delay = at - now
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
-        entry = (now + delay, NORMAL, next(env._eid), Call(fn, value))
+        timer = LaneTimer(now + delay, clock.seq, fn, value, self)
+        clock.seq += 1
         heap = self.heap
-        if not heap or entry < heap[0]:  # the new earliest: it goes on SimPy's heap too
-            self._on_main.add(entry[2])
-            heappush(env._queue, (entry[0], NORMAL, entry[2], self))  # type: ignore[misc]
-        heappush(heap, entry)
+        if not heap or timer < heap[0]:  # the new earliest: it goes on the event heap too
+            timer.on_main = True
+            heappush(clock.heap, timer)
+        heappush(heap, timer)
 
     def fire(self) -> None:
-        """The earliest timer's time has come: call it (its entry was just popped)."""
+        """The earliest timer's time has come (its entry was just popped from the event
+        heap): take it off the lane, put the lane's next head on the event heap, call it."""
         heap = self.heap
-        _, _, eid, call = heappop(heap)
-        on_main = self._on_main
-        on_main.discard(eid)
+        timer = heappop(heap)
+        timer.on_main = False
         if heap:
             head = heap[0]
-            if head[2] not in on_main:
-                on_main.add(head[2])
-                heappush(self.env._queue, (head[0], NORMAL, head[2], self))  # type: ignore[misc]
-        call.fn(call.value)
+            if not head.on_main:
+                head.on_main = True
+                heappush(self.clock.heap, head)
+        timer.fn(timer.value)
 
 
 class Environment(simpy.Environment):
     """A SimPy environment that also drives one :class:`~sim.cpu.Cpu`."""
 
     def __init__(self, initial_time: float = 0.0) -> None:
-        super().__init__(initial_time)
-        #: the current time, as :attr:`now` (kept equal to it: read it, never set it)
+        #: the current time and the event heap (:class:`Clock`)
         self.clock = Clock(float(initial_time))
+        super().__init__(initial_time)
+        # the clock holds the time, the heap and the sequence numbers: SimPy's own
+        # fields would only go stale
+        del self._now, self._queue, self._eid
         self.cpu: Cpu | None = None
         self._lines: dict[float, DelayLine] = {}
+
+    @property
+    def now(self) -> float:
+        """The current simulated time."""
+        return self.clock.now
 
     def attach_cpu(self, cpu: Cpu) -> None:
         if self.cpu is not None:
@@ -207,17 +307,26 @@ class Environment(simpy.Environment):
         """A new :class:`TimerLane` for a large population of timers."""
         return TimerLane(self)
 
+    def schedule(self, event: simpy.Event, priority: int = NORMAL, delay: float = 0) -> None:
+        """Schedule a SimPy ``event`` with ``priority`` after ``delay``, as SimPy does."""
+        clock = self.clock
+        heappush(clock.heap, EventEntry(clock.now + delay, priority, clock.seq, event))
+        clock.seq += 1
+
+    def peek(self) -> float:
+        """The time of the next scheduled event (infinity if there is none)."""
+        heap = self.clock.heap
+        return heap[0].t if heap else Infinity
+
     def schedule_call(self, call: Call, delay: float) -> None:
-        """Put an existing :class:`Call` back on the heap (recurring callbacks reuse one)."""
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))  # type: ignore[misc]
+        """Put a :class:`Call` that has fired back on the heap (recurring callbacks
+        reuse one)."""
+        clock = self.clock
+        clock.push(call, clock.now + delay)
 
     def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
         """Call ``fn(value)`` after ``delay`` seconds."""
-        if delay < 0:
-            raise ValueError(f"negative delay {delay}")
-        call = Call(fn, value)
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))  # type: ignore[misc]
-        return call
+        return self.clock.call_in(delay, fn, value)
 
     def call_recurring(
         self, delay: float, gap: Callable[[], float], fn: Callable[[Any], None], value: Any = None
@@ -226,37 +335,26 @@ class Environment(simpy.Environment):
         (drawn when the previous call fires, before ``fn`` runs)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
+        clock = self.clock
         call = Recurring(fn, value, gap)
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), call))  # type: ignore[misc]
+        clock.push(call, clock.now + delay)
         return call
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Call:
         """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
-        return self.call_in(at - self._now, fn, value)
+        clock = self.clock
+        return clock.call_in(at - clock.now, fn, value)
 
     def step(self) -> None:
-        """Process the next event, as SimPy's ``step`` (also for :class:`Call` entries)."""
-        event: Any
-        try:
-            self._now, _, _, event = heappop(self._queue)
-        except IndexError:
-            raise EmptySchedule() from None
-        self.clock.now = self._now
-        if event.__class__ is Call:
-            event.fn(event.value)
-            return
-        if event.__class__ is Recurring:
-            heappush(self._queue, (self._now + event.gap(), NORMAL, next(self._eid), event))  # type: ignore[misc]
-            event.fn(event.value)
-            return
-        if event.__class__ is DelayLine or event.__class__ is TimerLane:
-            event.fire()
-            return
-        callbacks, event.callbacks = event.callbacks, None
-        for callback in callbacks:
-            callback(event)
-        if not event._ok and not hasattr(event, "_defused"):
-            raise event._value
+        """Process the next event, as SimPy's ``step`` (also for the engine's own
+        entries)."""
+        clock = self.clock
+        heap = clock.heap
+        if not heap:
+            raise EmptySchedule()
+        entry = heap[0]
+        clock.now = entry.t
+        fire(clock, entry)
 
     def run(self, until: float | simpy.Event | None = None) -> Any:
         """Run until the absolute time ``until`` (a number), until the event ``until`` has
@@ -270,8 +368,8 @@ class Environment(simpy.Environment):
         if until is None or isinstance(until, simpy.Event):
             return self._run_to_event(until)
         at = float(until)
-        if at < self._now:
-            raise ValueError(f"until={at} lies before the current time {self._now}")
+        if at < self.clock.now:
+            raise ValueError(f"until={at} lies before the current time {self.clock.now}")
         # Python's cyclic garbage collector is paused while the loop runs: it
         # would repeatedly scan the many live connection records and events,
         # and the models create no reference cycles (reference counting frees
@@ -307,43 +405,37 @@ class Environment(simpy.Environment):
 
     def _run_until(self, at: float) -> None:
         """The event loop of :meth:`run`, with the CPU's task advanced between events."""
-        queue: list[Any] = self._queue
+        clock = self.clock
+        heap = clock.heap
         cpu = self.cpu
         assert cpu is not None
         task_time = cpu.task_time
-        call_cls = Call
-        line_cls = DelayLine
-        recurring_cls = Recurring
-        lane_cls = TimerLane
-        eid = self._eid
-        clock = self.clock
         block = BLOCK
         # declared types (the compiled build keeps these unboxed; no cost in Python)
         t: float
         cost: float
-        line: DelayLine
-        recurring: Recurring
-        call: Call
+        entry: Entry
         while True:
-            try:
-                t = queue[0][0]
-            except IndexError:  # no event left
-                t = Infinity
-                if cpu.task_end == Infinity and at == Infinity:
+            if heap:
+                entry = heap[0]
+                t = entry.t
+            else:  # no event left
+                t = INF
+                if cpu.task_end == INF and at == INF:
                     return None  # and the task sleeps: nothing will happen any more
             task_end = cpu.task_end
             if task_end <= t and task_end <= at:
                 # the task's burst ends first: run it to its next yield, and
                 # start its next burst when the kernel's backlog is done
-                self._now = clock.now = task_end
+                clock.now = task_end
                 try:
-                    item = next(cpu._task)  # type: ignore[arg-type]
+                    item = cpu._step()
                 except StopIteration:
                     cpu._task = None
-                    cpu.task_end = Infinity
+                    cpu.task_end = INF
                     continue
                 if item is block:
-                    cpu.task_end = Infinity
+                    cpu.task_end = INF
                     continue
                 category, cost = item
                 cpu._category = category
@@ -352,38 +444,37 @@ class Environment(simpy.Environment):
                 cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
             if t > at:
-                self._now = clock.now = at
+                clock.now = at
                 return None
-            event: Any = queue[0][3]
-            if type(event) is line_cls:  # DelayLine.fire, inlined
-                self._now = clock.now = t
-                line = event
-                lq = line.queue
-                _, fn, value = lq.popleft()
-                if lq:  # the line's next head takes its place: one sift, not two
-                    heapreplace(queue, (lq[0][0], NORMAL, next(eid), line))
-                else:
-                    heappop(queue)
-                fn(value)
-                continue
-            if type(event) is recurring_cls:  # its next entry replaces this one
-                self._now = clock.now = t
-                recurring = event
-                heapreplace(queue, (t + recurring.gap(), NORMAL, next(eid), recurring))
-                recurring.fn(recurring.value)
-                continue
-            heappop(queue)  # the entry read above
-            self._now = clock.now = t
-            cls = type(event)
-            if cls is call_cls:
-                call = event
-                call.fn(call.value)
-                continue
-            if cls is lane_cls:
-                event.fire()
-                continue
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                raise event._value
+            clock.now = t
+            fire(clock, entry)
+
+
+def fire(clock: Clock, entry: Entry) -> None:
+    """Process ``entry`` (matched by its exact class), the top of ``clock``'s heap, whose
+    instant is now: take it off the heap (or move it to its next instant) and call what
+    it holds."""
+    heap = clock.heap
+    if type(entry) is DelayLine:
+        entry.fire()
+    elif type(entry) is Call:
+        heappop(heap)
+        entry.fn(entry.value)
+    elif type(entry) is Recurring:  # its next instant replaces this one
+        entry.t = entry.t + entry.gap()
+        entry.seq = clock.seq
+        clock.seq += 1
+        heapreplace(heap, entry)
+        entry.fn(entry.value)
+    elif type(entry) is LaneTimer:
+        heappop(heap)
+        entry.lane.fire()
+    else:
+        heappop(heap)
+        assert isinstance(entry, EventEntry)
+        event: Any = entry.event
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            raise event._value

@@ -269,7 +269,7 @@ def test_hold_open_ignores_growth_that_brings_replies() -> None:
 def test_hold_open_errors_name_the_policy_and_the_decision() -> None:
     class State:  # a server state whose open-connection count can break
         name = "fake"
-        env = SimpleNamespace(_now=0.0)
+        env = SimpleNamespace(now=0.0)
         listen = client = None
         accepts = accept_phases = 0
         broken = True

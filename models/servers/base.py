@@ -24,7 +24,7 @@ of open connections over time (:meth:`Server.hold`, :meth:`Server.release`,
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -33,7 +33,7 @@ from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.sim.cpu import INF, Task
 
 #: the CPU category of accept() calls, for every server
-ACCEPT = "accept"
+ACCEPT: Final = "accept"
 
 if TYPE_CHECKING:
     from acceptsim.models.client import Client

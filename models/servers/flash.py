@@ -240,7 +240,7 @@ class Sped(_FileServing, Userver):
         costs = self.costs
         client = self.client
         if conn.pending:
-            if not conn.eof and self.env._now >= conn.deadline + client.owd:
+            if not conn.eof and self.env.now >= conn.deadline + client.owd:
                 client.check_client_gone(conn)
             served = yield from self.serve(conn)
             if served and (conn.pending or conn.eof):

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -87,10 +87,10 @@ from acceptsim.sim.params import Params, param
 if TYPE_CHECKING:
     pass
 
-INF = float("inf")
-ACCEPT = "accept"
-WORK = "work"
-CATEGORIES = (SCHEDULE, ACCEPT, WORK)
+INF: Final = float("inf")
+ACCEPT: Final = "accept"
+WORK: Final = "work"
+CATEGORIES: Final = (SCHEDULE, ACCEPT, WORK)
 
 
 @mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -35,12 +35,12 @@ if TYPE_CHECKING:
     from acceptsim.models.policies import AcceptPolicy
 
 #: CPU category of context switches
-SCHEDULE = "schedule"
-WORK = "work"
+SCHEDULE: Final = "schedule"
+WORK: Final = "work"
 
 #: what :meth:`WorkerPool.serve` tells the worker body
-NEXT = 1  # it served a step: look at the connection again
-BLOCKED = 2  # the worker blocks (in read(), on the disk, on a full socket buffer)
+NEXT: Final = 1  # it served a step: look at the connection again
+BLOCKED: Final = 2  # the worker blocks (in read(), on the disk, on a full socket buffer)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

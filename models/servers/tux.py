@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -68,9 +68,9 @@ from acceptsim.sim.params import Params, param
 if TYPE_CHECKING:
     pass
 
-ACCEPT = "accept"
-WORK = "work"
-CATEGORIES = (ACCEPT, WORK)
+ACCEPT: Final = "accept"
+WORK: Final = "work"
+CATEGORIES: Final = (ACCEPT, WORK)
 
 
 @mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass

@@ -261,7 +261,7 @@ class TwoClass(WorkerPool):
                 w.pace_at = w.send_from + sent / p.bg_send_limit_bytes_per_s
             self.link.send(chunk, self._chunk_sent, (w, conn, last))
             if last:
-                if w.pace_at > self.env._now:  # paced: this process's rate stays <= limit
+                if w.pace_at > self.env.now:  # paced: this process's rate stays <= limit
                     self.env.call_at(w.pace_at, self._paced, w)
                     return BLOCKED
                 return NEXT  # the reply is all in the buffer: go on to the next read
@@ -276,7 +276,7 @@ class TwoClass(WorkerPool):
             else:
                 self.requests += 1
             w.left = conn.reply_bytes
-            w.send_from = self.env._now
+            w.send_from = self.env.now
             return NEXT
         return 0
 
@@ -285,7 +285,7 @@ class TwoClass(WorkerPool):
         if last:  # the reply's last byte has left: the client has it half a round trip later
             (self.bg_client if w.background else self.client).reply(conn)  # type: ignore[union-attr]
             return
-        if w.pace_at > self.env._now:
+        if w.pace_at > self.env.now:
             self.env.call_at(w.pace_at, self._paced, w)
         else:
             self.make_runnable(w)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -43,10 +43,10 @@ from acceptsim.sim.params import Params, param
 if TYPE_CHECKING:
     pass
 
-GETEVENTS = "getevents"
-WORK = "work"
-CATEGORIES = (GETEVENTS, ACCEPT, WORK)
-_EMPTY: list[Connection] = []
+GETEVENTS: Final = "getevents"
+WORK: Final = "work"
+CATEGORIES: Final = (GETEVENTS, ACCEPT, WORK)
+_EMPTY: Final[list[Connection]] = []
 
 
 @mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
