@@ -220,6 +220,10 @@ class ListenSocket:
         #: (a server that is notified per connection, e.g. by a real-time signal)
         self.on_queued: Callable[[Connection], None] | None = None
         self.syn_capacity = profile.syn_queue_capacity(self.backlog)
+        # the drop rules' settings, read once (every SYN checks them)
+        self._syncookies = profile.syncookies
+        self._young_rule = profile.young_rule
+        self._max_syn_backlog = profile.max_syn_backlog
         self._drop_request_free = int(profile.max_syn_backlog * profile.drop_request_fraction)
         # per-packet costs, read once (every packet charges one of them)
         self._rx_cost = costs.rx_segment_s
@@ -257,21 +261,20 @@ class ListenSocket:
     # -- arrivals from the network ------------------------------------------
     def syn(self, conn: Connection) -> None:
         """A SYN (first or retransmitted) arrives."""
-        profile = self.profile
         full_accept = len(self.accept_queue) > self.backlog
         cookie = False
         if self.syn_len >= self.syn_capacity:
-            if not profile.syncookies:
+            if not self._syncookies:
                 self.syn_q_full += 1
                 return self._drop_syn(conn)
             cookie = True
-        if full_accept and (self.syn_young > 1 or not profile.young_rule):
+        if full_accept and (self.syn_young > 1 or not self._young_rule):
             self.accept_q_full += 1
             return self._drop_syn(conn)
         if (
             not cookie
-            and not profile.syncookies
-            and profile.max_syn_backlog - self.syn_len < self._drop_request_free
+            and not self._syncookies
+            and self._max_syn_backlog - self.syn_len < self._drop_request_free
         ):
             self.drop_request += 1
             return self._drop_syn(conn)

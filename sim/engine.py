@@ -437,7 +437,8 @@ class Environment(simpy.Environment):
                 if item is block:
                     cpu.task_end = INF
                     continue
-                category, cost = item
+                category = item[0]  # (indexing: cheaper than unpacking an untyped tuple)
+                cost = item[1]
                 cpu._category = category
                 task_time[category][0] += cost
                 free = cpu.kernel_free_at

@@ -238,6 +238,7 @@ class Knot(WorkerPool):
         listen = self.listen
         per_byte = costs.send_per_byte_s
         io = costs.knot_io_s  # Capriccio's wrapper, per I/O call
+        max_open: int = self.params.max_connections
         while True:
             conn = th.take()
             if conn is None:
@@ -256,9 +257,9 @@ class Knot(WorkerPool):
                         self.accept_waiters.append(th)  # block on the listening socket
                         return
                     self.listen_waits += 1
-                limit = self._static_limit or self.policy.accept_limit(self)
+                limit: float = self._static_limit or self.policy.accept_limit(self)
                 accepted = 0
-                while accepted < limit and self.open < self.params.max_connections:
+                while accepted < limit and self.open < max_open:
                     new = listen.accept()
                     if new is None:
                         yield ACCEPT, costs.accept_empty_s + io

@@ -169,6 +169,7 @@ class Tux(Server):
         # without the calls (the same values)
         static_limit = policy.static_limit
         bounded_work = policy.bounds_work
+        max_open: int = self.params.max_connections
         while True:
             if not pending and not self.listen_ready():
                 yield BLOCK
@@ -177,10 +178,10 @@ class Tux(Server):
             self._touched = 0
             # 1. accept (the policy may skip the phase: a limit of 0)
             if self.listen_ready():
-                limit = static_limit or policy.accept_limit(self)
+                limit: float = static_limit or policy.accept_limit(self)
                 if limit:
                     accepted = 0
-                    while accepted < limit and self.open < self.params.max_connections:
+                    while accepted < limit and self.open < max_open:
                         conn = listen.accept()
                         if conn is None:
                             break
@@ -199,7 +200,7 @@ class Tux(Server):
             # 2. work: every item, including those queued while the phase runs,
             #    unless the policy's time budget for the phase runs out first
             if pending:
-                ends_at = clock.now + policy.work_budget(self) if bounded_work else INF
+                ends_at: float = clock.now + policy.work_budget(self) if bounded_work else INF
                 items = 0
                 while pending and clock.now < ends_at:
                     conn = pending.popleft()

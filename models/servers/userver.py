@@ -145,7 +145,7 @@ class Userver(Server):
         costs = self.costs
         listen = self.listen
         accept_queue = listen.accept_queue
-        max_open = self.params.max_connections
+        max_open: int = self.params.max_connections
         client = self.client
         clock = self.clock
         accept_cost = costs.accept_s + self.opened()
@@ -175,7 +175,7 @@ class Userver(Server):
             self._batch = ready
             # 2. accept (the policy may skip the phase: a limit of 0)
             if accept_queue and self.open < max_open:
-                limit = static_limit or policy.accept_limit(self)
+                limit: float = static_limit or policy.accept_limit(self)
                 self.accept_skipped = not limit
                 if limit:
                     accepted = 0
@@ -201,7 +201,7 @@ class Userver(Server):
                     self.accepts += accepted
             # 3. work, until done or the policy's time budget for the phase is spent
             if ready:
-                ends_at = clock.now + policy.work_budget(self) if bounded_work else INF
+                ends_at: float = clock.now + policy.work_budget(self) if bounded_work else INF
                 n = len(ready)
                 i = 0
                 while i < n:
