@@ -41,7 +41,7 @@ import gc
 import heapq
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import simpy
 from simpy.core import EmptySchedule, Infinity, StopSimulation
@@ -437,8 +437,9 @@ class Environment(simpy.Environment):
                 if item is block:
                     cpu.task_end = INF
                     continue
-                category = item[0]  # (indexing: cheaper than unpacking an untyped tuple)
-                cost = item[1]
+                # a burst is a (category, seconds) tuple: declared so, the compiled
+                # build checks and unpacks it natively
+                category, cost = cast("tuple[str, float]", item)
                 cpu._category = category
                 task_time[category][0] += cost
                 free = cpu.kernel_free_at

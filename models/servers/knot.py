@@ -137,6 +137,7 @@ class Knot(WorkerPool):
         self.threads = 0  # threads in existence
         self.busy = 0  # threads holding at least one connection
         self.max_threads = 0
+        self._max_open: int = params.max_connections  # (read once: a native field)
         # counters (cumulative)
         self.polls = 0
         self.poll_time = 0.0  # CPU seconds spent in the scheduler's polls
@@ -176,7 +177,7 @@ class Knot(WorkerPool):
 
     # -- the user-level scheduler ---------------------------------------------------------
     def _listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
+        return bool(self.listen.accept_queue) and self.open < self._max_open
 
     @property
     def work_queue_len(self) -> int:
@@ -238,7 +239,7 @@ class Knot(WorkerPool):
         listen = self.listen
         per_byte = costs.send_per_byte_s
         io = costs.knot_io_s  # Capriccio's wrapper, per I/O call
-        max_open: int = self.params.max_connections
+        max_open = self._max_open
         while True:
             conn = th.take()
             if conn is None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -65,8 +65,8 @@ from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import Params, param
 
-if TYPE_CHECKING:
-    pass
+#: math.expm1 as a constant of this module (the compiled build then calls it without a look-up)
+expm1: Final = math.expm1
 
 ACCEPT: Final = "accept"
 WORK: Final = "work"
@@ -124,6 +124,7 @@ class Tux(Server):
             costs.conn_footprint_bytes / costs.l2_cache_bytes if costs.l2_cache_bytes else math.inf
         )
         self._refill_s = costs.cache_refill_s
+        self._max_open: int = params.max_connections  # (read once: a native field)
         # counters (cumulative)
         self.work_phases = 0
         self.items_worked = 0
@@ -147,11 +148,11 @@ class Tux(Server):
         if state.phase != self._phase:
             state.phase = self._phase
             self._touched += 1
-        return self._refill_s * -math.expm1(-self._touched * self._footprint_share)
+        return self._refill_s * -expm1(-self._touched * self._footprint_share)
 
     # -- the server loop ----------------------------------------------------------------
     def listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
+        return bool(self.listen.accept_queue) and self.open < self._max_open
 
     def run(self) -> Task:
         costs = self.costs
@@ -169,7 +170,7 @@ class Tux(Server):
         # without the calls (the same values)
         static_limit = policy.static_limit
         bounded_work = policy.bounds_work
-        max_open: int = self.params.max_connections
+        max_open = self._max_open
         while True:
             if not pending and not self.listen_ready():
                 yield BLOCK
@@ -206,7 +207,7 @@ class Tux(Server):
                     conn = pending.popleft()
                     conn.ready = False
                     items += 1
-                    state = conn.server  # its _TuxConn
+                    state: _TuxConn = conn.server
                     if state.send:
                         state.send = False
                         yield WORK, (
