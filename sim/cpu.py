@@ -62,6 +62,15 @@ INF: Final = float("inf")
 Task = Generator[Any, None, None]
 
 
+class Account:
+    """Processor seconds the task has used under one category."""
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        self.used = 0.0
+
+
 class Cpu:
     """One processor: interrupt work pre-empts a single task."""
 
@@ -71,9 +80,9 @@ class Cpu:
         #: instant at which the kernel's backlog of charged work is done
         self.kernel_free_at = env.now
         self.kernel_time = 0.0
-        #: task seconds per category, each in a one-element list (a cell the event
-        #: loop adds a burst's cost to, cheaper than storing into the dict)
-        self.task_time: dict[str, list[float]] = {c: [0.0] for c in categories}
+        #: task seconds per category, each in an :class:`Account` (the event loop adds a
+        #: burst's cost to its field, cheaper than storing into the dict)
+        self.task_time: dict[str, Account] = {c: Account() for c in categories}
         #: instant the task's current burst ends (inf while it sleeps)
         self.task_end = INF
         self._task: Task | None = None
@@ -138,7 +147,7 @@ class Cpu:
         """CPU seconds used per category up to ``env.now`` (kernel included)."""
         now = self.env.now
         backlog = max(self.kernel_free_at - now, 0.0)
-        used = {c: cell[0] for c, cell in self.task_time.items()}
+        used = {c: account.used for c, account in self.task_time.items()}
         used[KERNEL] = self.kernel_time - backlog
         if self.task_end != INF and self._category is not None:
             # the part of the current burst still to run after now
@@ -240,7 +249,7 @@ class Bandwidth:
         if cpu.task_end != INF and cpu._category is not None:
             # cut the running burst: what is left of it runs when the period ends
             rest = cpu.task_end - self._ready_at()
-            cpu.task_time[cpu._category][0] -= rest
+            cpu.task_time[cpu._category].used -= rest
             self._stalled = (cpu._category, rest)
             cpu.task_end = INF
         elif cpu.task_end != INF:  # runnable, between bursts: it waits for the period
@@ -260,7 +269,7 @@ class Bandwidth:
             if self._stalled is not None:
                 category, rest = self._stalled
                 self._stalled = None
-                cpu.task_time[category][0] += rest
+                cpu.task_time[category].used += rest
                 cpu._category = category
                 cpu.task_end = start + rest
             elif self._wake_pending:

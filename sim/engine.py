@@ -5,8 +5,8 @@ with deterministic ``(time, priority, sequence)`` ordering, its events,
 timeouts and processes all work as in SimPy.  For speed it adds:
 
 * ``call_in(delay, fn, value)`` / ``call_at``: schedule a plain callback
-  ``fn(value)`` on the event heap as a light :class:`Call` entry rather than
-  a ``Timeout`` with a callback list (packet arrivals and timers are
+  ``fn(value)`` on the event heap as a light :class:`Entry` rather than a
+  ``Timeout`` with a callback list (packet arrivals and timers are
   callbacks, not one SimPy process per connection);
 * **delay lines** (:meth:`Environment.delay_line`): a first-in first-out
   lane for events that all happen a fixed delay after they are scheduled
@@ -27,9 +27,9 @@ timeouts and processes all work as in SimPy.  For speed it adds:
   that event.
 
 The event heap holds :class:`Entry` objects (SimPy's own events wrapped in
-an :class:`EventEntry`), ordered by ``(time, priority, sequence)`` as SimPy
-orders its tuples; an entry that recurs (a delay line's head, a recurring
-callback) is the same object moved to its next instant, not a new one.
+one), ordered by ``(time, priority, sequence)`` as SimPy orders its tuples;
+an entry that recurs (a delay line's head, a recurring callback) is the same
+object moved to its next instant, not a new one.
 
 Ties are deterministic: at one instant a task burst ending then completes
 first, then heap entries in scheduling order (SimPy's rule).
@@ -61,18 +61,48 @@ heappop: Final = heapq.heappop
 heapreplace: Final = heapq.heapreplace
 
 
+#: what an :class:`Entry` does when its instant comes (its ``kind``)
+CALL: Final = 0  # call fn(value)
+RECURRING: Final = 1  # move on by a gap() draw (owner: gap), then call fn(value)
+LINE: Final = 2  # the head of the DelayLine ``owner`` is due
+LANE: Final = 3  # a timer of the TimerLane ``owner``: fn(value)
+EVENT: Final = 4  # a SimPy event (value): run its callbacks
+
+
 class Entry:
     """A place on the event heap: the instant ``t``, SimPy's priority ``prio`` and
     the sequence number ``seq`` that orders entries of one instant and priority
-    in the order they were scheduled.  Entries compare as SimPy's
-    ``(time, priority, sequence)`` tuples do."""
+    in the order they were scheduled; entries compare as SimPy's
+    ``(time, priority, sequence)`` tuples do.  ``kind`` says what happens then
+    (:data:`CALL`, :data:`RECURRING`, :data:`LINE`, :data:`LANE`, :data:`EVENT`),
+    with ``fn``, ``value`` and ``owner``.
 
-    __slots__ = ("t", "prio", "seq")
+    One class for every kind: the compiled build then checks an entry's type by
+    one comparison (a subclass would cost a walk of its ancestry at every
+    comparison on the heap).
+    """
 
-    def __init__(self, t: float, prio: int, seq: int) -> None:
+    __slots__ = ("t", "prio", "seq", "kind", "fn", "value", "owner", "on_main")
+
+    def __init__(
+        self,
+        t: float,
+        prio: int,
+        seq: int,
+        kind: int,
+        fn: Callable[[Any], None] | None = None,
+        value: Any = None,
+        owner: Any = None,
+    ) -> None:
         self.t = t
         self.prio = prio
         self.seq = seq
+        self.kind = kind
+        self.fn = fn
+        self.value = value
+        self.owner = owner
+        #: a lane's timer that is also on the event heap
+        self.on_main = False
 
     def __lt__(self, other: Entry) -> bool:
         if self.t != other.t:
@@ -105,81 +135,41 @@ class Clock:
         self.seq += 1
         heappush(self.heap, entry)
 
-    def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
-        """Call ``fn(value)`` after ``delay`` seconds."""
+    def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
+        """Call ``fn(value)`` after ``delay`` seconds; returns the :data:`CALL` entry."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
-        call = Call(self.now + delay, self.seq, fn, value)
+        call = Entry(self.now + delay, NORMAL, self.seq, CALL, fn, value)
         self.seq += 1
         heappush(self.heap, call)
         return call
 
 
-class Call(Entry):
-    """A scheduled plain callback ``fn(value)``; lighter than a SimPy event."""
-
-    __slots__ = ("fn", "value")
-
-    def __init__(self, t: float, seq: int, fn: Callable[[Any], None], value: Any) -> None:
-        super().__init__(t, NORMAL, seq)
-        self.fn = fn
-        self.value = value
-
-
-class EventEntry(Entry):
-    """A SimPy event on the heap (``Environment.schedule``)."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, t: float, prio: int, seq: int, event: simpy.Event) -> None:
-        super().__init__(t, prio, seq)
-        self.event = event
-
-
-class Recurring(Entry):
-    """A callback ``fn(value)`` that recurs at instants spaced by ``gap()`` draws.
-
-    When it fires, its next instant is drawn first, then ``fn`` is called
-    (as if ``fn`` had first scheduled its own next call).  Cheaper than a
-    :class:`Call` that reschedules itself: the entry moves to its next instant
-    in place on the heap.
-    """
-
-    __slots__ = ("fn", "value", "gap")
-
-    def __init__(
-        self, fn: Callable[[Any], None], value: Any, gap: Callable[[], float]
-    ) -> None:
-        super().__init__(0.0, NORMAL, 0)
-        self.fn = fn
-        self.value = value
-        self.gap = gap
-
-
-class DelayLine(Entry):
+class DelayLine:
     """Events that each happen ``delay`` seconds after being put, in FIFO order.
 
-    Only the line's head is on the event heap (the line itself is that entry,
-    moved to the next head's instant when the head fires), so however many
-    packets are in flight on a line, the heap stays small.
+    Only the line's head is on the event heap (one :data:`LINE` entry, moved to
+    the next head's instant when the head fires), so however many packets are
+    in flight on a line, the heap stays small.
     """
 
-    __slots__ = ("clock", "delay", "queue")
+    __slots__ = ("clock", "delay", "queue", "entry")
 
     def __init__(self, env: Environment, delay: float) -> None:
         if not delay >= 0:
             raise ValueError(f"delay={delay!r}: must be >= 0")
-        super().__init__(0.0, NORMAL, 0)
         self.clock = env.clock
         self.delay = delay
         self.queue: deque[tuple[float, Callable[[Any], None], Any]] = deque()
+        #: the line's place on the event heap (while it holds anything)
+        self.entry = Entry(0.0, NORMAL, 0, LINE, None, None, self)
 
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
         clock = self.clock
         at = clock.now + self.delay
         if not self.queue:
-            clock.push(self, at)  # the line itself is its head's entry on the heap
+            clock.push(self.entry, at)
         self.queue.append((at, fn, value))
 
     def put_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
@@ -190,59 +180,44 @@ class DelayLine(Entry):
         if at < self.clock.now or (queue and at < queue[-1][0]):
             raise ValueError(f"at={at!r}: earlier than now or than the line's last instant")
         if not queue:
-            self.clock.push(self, at)
+            self.clock.push(self.entry, at)
         queue.append((at, fn, value))
 
     def fire(self) -> None:
-        """The head's time has come (the line is at the top of the heap): call it, and
-        move the line to the next head's instant, or off the heap."""
+        """The head's time has come (the line's entry is at the top of the heap): call
+        it, and move the entry to the next head's instant, or off the heap."""
         queue = self.queue
         clock = self.clock
         _, fn, value = queue.popleft()
         if queue:  # the line's next head takes its place: one sift, not two
-            self.t = queue[0][0]
-            self.seq = clock.seq
+            entry = self.entry
+            entry.t = queue[0][0]
+            entry.seq = clock.seq
             clock.seq += 1
-            heapreplace(clock.heap, self)
+            heapreplace(clock.heap, entry)
         else:
             heappop(clock.heap)
         fn(value)
-
-
-class LaneTimer(Entry):
-    """One timer of a :class:`TimerLane`: ``fn(value)`` at its instant."""
-
-    __slots__ = ("fn", "value", "lane", "on_main")
-
-    def __init__(
-        self, t: float, seq: int, fn: Callable[[Any], None], value: Any, lane: TimerLane
-    ) -> None:
-        super().__init__(t, NORMAL, seq)
-        self.fn = fn
-        self.value = value
-        self.lane = lane
-        #: the timer is also on the event heap
-        self.on_main = False
 
 
 class TimerLane:
     """Many pending timers, each at its own instant, kept off the event heap.
 
     For a large population of timers (one per connection, say) that would
-    otherwise make every heap operation of the run deeper.  The lane keeps
-    its own heap; its earliest timer is always also on the event heap (and
-    the timers that were earliest when set stay there too).  Each timer keeps
-    the ``(time, priority, sequence)`` key it gets when it is set, so events
-    happen in exactly the order they would if every timer were on the event
-    heap: the lane's timers on the event heap are always the earliest of the
-    lane, so the one that fires there is the lane's head.
+    otherwise make every heap operation of the run deeper.  The lane keeps its
+    own heap of :data:`LANE` entries; its earliest timer is always also on the
+    event heap (and the timers that were earliest when set stay there too).
+    Each timer keeps the ``(time, priority, sequence)`` key it gets when it is
+    set, so events happen in exactly the order they would if every timer were
+    on the event heap: the lane's timers on the event heap are always the
+    earliest of the lane, so the one that fires there is the lane's head.
     """
 
     __slots__ = ("clock", "heap")
 
     def __init__(self, env: Environment) -> None:
         self.clock = env.clock
-        self.heap: list[LaneTimer] = []
+        self.heap: list[Entry] = []
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at the instant :meth:`Environment.call_at` would."""
@@ -251,7 +226,7 @@ class TimerLane:
         delay = at - now
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
-        timer = LaneTimer(now + delay, clock.seq, fn, value, self)
+        timer = Entry(now + delay, NORMAL, clock.seq, LANE, fn, value, self)
         clock.seq += 1
         heap = self.heap
         if not heap or timer < heap[0]:  # the new earliest: it goes on the event heap too
@@ -270,7 +245,9 @@ class TimerLane:
             if not head.on_main:
                 head.on_main = True
                 heappush(self.clock.heap, head)
-        timer.fn(timer.value)
+        fn = timer.fn
+        assert fn is not None
+        fn(timer.value)
 
 
 class Environment(simpy.Environment):
@@ -310,7 +287,7 @@ class Environment(simpy.Environment):
     def schedule(self, event: simpy.Event, priority: int = NORMAL, delay: float = 0) -> None:
         """Schedule a SimPy ``event`` with ``priority`` after ``delay``, as SimPy does."""
         clock = self.clock
-        heappush(clock.heap, EventEntry(clock.now + delay, priority, clock.seq, event))
+        heappush(clock.heap, Entry(clock.now + delay, priority, clock.seq, EVENT, None, event))
         clock.seq += 1
 
     def peek(self) -> float:
@@ -318,29 +295,29 @@ class Environment(simpy.Environment):
         heap = self.clock.heap
         return heap[0].t if heap else Infinity
 
-    def schedule_call(self, call: Call, delay: float) -> None:
-        """Put a :class:`Call` that has fired back on the heap (recurring callbacks
+    def schedule_call(self, call: Entry, delay: float) -> None:
+        """Put a :data:`CALL` entry that has fired back on the heap (recurring callbacks
         reuse one)."""
         clock = self.clock
         clock.push(call, clock.now + delay)
 
-    def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Call:
+    def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
         """Call ``fn(value)`` after ``delay`` seconds."""
         return self.clock.call_in(delay, fn, value)
 
     def call_recurring(
         self, delay: float, gap: Callable[[], float], fn: Callable[[Any], None], value: Any = None
-    ) -> Recurring:
+    ) -> Entry:
         """Call ``fn(value)`` after ``delay`` seconds, then again after each ``gap()`` draw
         (drawn when the previous call fires, before ``fn`` runs)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         clock = self.clock
-        call = Recurring(fn, value, gap)
+        call = Entry(0.0, NORMAL, 0, RECURRING, fn, value, gap)
         clock.push(call, clock.now + delay)
         return call
 
-    def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Call:
+    def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
         """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
         clock = self.clock
         return clock.call_in(at - clock.now, fn, value)
@@ -441,7 +418,7 @@ class Environment(simpy.Environment):
                 # build checks and unpacks it natively
                 category, cost = cast("tuple[str, float]", item)
                 cpu._category = category
-                task_time[category][0] += cost
+                task_time[category].used += cost
                 free = cpu.kernel_free_at
                 cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
@@ -453,30 +430,36 @@ class Environment(simpy.Environment):
 
 
 def fire(clock: Clock, entry: Entry) -> None:
-    """Process ``entry`` (matched by its exact class), the top of ``clock``'s heap, whose
-    instant is now: take it off the heap (or move it to its next instant) and call what
-    it holds."""
+    """Process ``entry``, the top of ``clock``'s heap, whose instant is now: take it off
+    the heap (or move it to its next instant) and do what its kind says."""
     heap = clock.heap
-    if type(entry) is DelayLine:
-        entry.fire()
-    elif type(entry) is Call:
+    kind = entry.kind
+    if kind == LINE:
+        line: DelayLine = entry.owner
+        line.fire()
+        return
+    if kind == EVENT:
         heappop(heap)
-        entry.fn(entry.value)
-    elif type(entry) is Recurring:  # its next instant replaces this one
-        entry.t = entry.t + entry.gap()
-        entry.seq = clock.seq
-        clock.seq += 1
-        heapreplace(heap, entry)
-        entry.fn(entry.value)
-    elif type(entry) is LaneTimer:
-        heappop(heap)
-        entry.lane.fire()
-    else:
-        heappop(heap)
-        assert isinstance(entry, EventEntry)
-        event: Any = entry.event
+        event: Any = entry.value
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
             callback(event)
         if not event._ok and not hasattr(event, "_defused"):
             raise event._value
+        return
+    if kind == LANE:
+        heappop(heap)
+        lane: TimerLane = entry.owner
+        lane.fire()
+        return
+    if kind == RECURRING:  # its next instant replaces this one
+        gap: Callable[[], float] = entry.owner
+        entry.t = entry.t + gap()
+        entry.seq = clock.seq
+        clock.seq += 1
+        heapreplace(heap, entry)
+    else:
+        heappop(heap)
+    fn = entry.fn
+    assert fn is not None
+    fn(entry.value)
