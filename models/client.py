@@ -146,13 +146,16 @@ class Client:
             )
         self._next_id = 0
         self.live: dict[int, Connection] = {}
-        #: httperf's event loop: the application's reaction delay (None: it reacts at once)
-        self._react: Callable[[], float] | None = None
+        #: httperf's event loop delays the application's reactions (:meth:`reaction_delay`;
+        #: False: it reacts at once)
+        self._reacts = False
+        self._loop_base = 0.0
+        self._loop_per_socket = 0.0
         if costs is not None and (costs.client_loop_base_s or costs.client_poll_per_socket_s):
             self._loop_base = costs.client_loop_base_s
             self._loop_per_socket = costs.client_poll_per_socket_s / costs.client_machines
             self._phase = streams.sampler("client_loop", lambda g, n: g.random(n))
-            self._react = self.reaction_delay
+            self._reacts = True
         #: the client kernels' timer tick (0: retransmission timers fire at their exact
         #: instant) and, per client machine, the phase of its ticks
         self._tick = profile.client_timer_tick_s
@@ -295,7 +298,6 @@ class Client:
 
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
-        env = self.env
         connected = self.clock.now + self.owd
         if self._fixed_left is not None:  # every connection alike
             conn.requests_left = self._fixed_left
@@ -305,7 +307,7 @@ class Client:
         else:
             conn.requests_left = self.workload.requests_per_connection() - 1
             conn.reply_bytes = self._reply_bytes()
-        if self._react is None:  # the request leaves right behind the ACK
+        if not self._reacts:  # the request leaves right behind the ACK
             conn.request_sent_at = connected
             conn.deadline = connected + self.timeout
             if connected >= self.window_start:
@@ -314,13 +316,13 @@ class Client:
             return
         # the client's kernel ACKs at once; httperf writes the request when its event
         # loop sees the socket writable
-        sent = connected + self._react()
+        sent = connected + self.reaction_delay()
         conn.request_sent_at = sent
         conn.deadline = sent + self.timeout
         if sent >= self.window_start:
             self.requests += 1
         self._lan.put(self._kernel_bare_ack, conn)
-        env.call_at(sent + self.owd, self._kernel_first_request, conn)
+        self.clock.call_at(sent + self.owd, self._kernel_first_request, conn)
 
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK (with the request behind it) overflowed: the request
@@ -361,7 +363,6 @@ class Client:
 
     def reply(self, conn: Connection) -> None:
         """The server has just written the whole reply to the current request."""
-        env = self.env
         now = self.clock.now
         received = now + self.owd
         if received > conn.deadline or conn.outcome is not None:
@@ -373,7 +374,7 @@ class Client:
                 if fin_at <= now:
                     self._kernel_fin(conn)
                 else:
-                    env.call_at(fin_at, self._kernel_fin, conn)
+                    self.clock.call_at(fin_at, self._kernel_fin, conn)
             return
         self.replies_total += 1
         if self.series is not None:
@@ -392,8 +393,8 @@ class Client:
             conn.requests_left -= 1
             # the workload's think time, if it has one, passes before the next request
             think = self._think_time(conn) if self._think_time is not None else 0.0
-            if self._react is not None:  # httperf issues the next call from its loop
-                think += self._react()
+            if self._reacts:  # httperf issues the next call from its loop
+                think += self.reaction_delay()
             if self._start_connection is None:
                 conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
@@ -401,7 +402,7 @@ class Client:
             if conn.request_sent_at >= self.window_start:
                 self.requests += 1
             if think > 0.0:
-                env.call_in(self.rtt + think, self._kernel_request, conn)
+                self.clock.call_in(self.rtt + think, self._kernel_request, conn)
             else:
                 self._lan.put(self._kernel_request, conn)
             return
@@ -411,10 +412,10 @@ class Client:
             if conn.started_at >= self.window_start:
                 self.completed += 1
                 self.completed_syn_drops += conn.syn_sent - 1
-        if self._react is None:
+        if not self._reacts:
             self._lan.put(self._kernel_fin, conn)
         else:  # httperf closes the socket when its loop has read the reply
-            env.call_in(self.rtt + self._react(), self._kernel_fin, conn)
+            self.clock.call_in(self.rtt + self.reaction_delay(), self._kernel_fin, conn)
 
     # -- outcomes ---------------------------------------------------------------------
     def resolve(self, conn: Connection, outcome: str, at: float) -> None:

@@ -144,6 +144,10 @@ class Clock:
         heappush(self.heap, call)
         return call
 
+    def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
+        """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
+        return self.call_in(at - self.now, fn, value)
+
 
 class DelayLine:
     """Events that each happen ``delay`` seconds after being put, in FIFO order.
@@ -319,8 +323,7 @@ class Environment(simpy.Environment):
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
         """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
-        clock = self.clock
-        return clock.call_in(at - clock.now, fn, value)
+        return self.clock.call_at(at, fn, value)
 
     def step(self) -> None:
         """Process the next event, as SimPy's ``step`` (also for the engine's own
