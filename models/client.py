@@ -145,7 +145,8 @@ class Client:
                 self.rate_profile, streams, lambda: env.now - self.owd, params.spacing
             )
         self._next_id = 0
-        self.live: dict[int, Connection] = {}
+        #: the connections not yet resolved (completed or timed out)
+        self.live: set[Connection] = set()
         #: httperf's event loop delays the application's reactions (:meth:`reaction_delay`;
         #: False: it reacts at once)
         self._reacts = False
@@ -232,7 +233,7 @@ class Client:
         self._next_id += 1
         if started >= self.window_start:
             self.attempted += 1
-        self.live[conn.id] = conn
+        self.live.add(conn)
         self._kernel_syn(conn)
 
     # -- handshake --------------------------------------------------------------
@@ -289,7 +290,7 @@ class Client:
         The machine's sockets are the run's open client connections shared
         evenly among ``client_machines``.
         """
-        scan = self._loop_base + self._loop_per_socket * len(self.live)
+        scan = self._loop_base + self._loop_per_socket * float(len(self.live))
         delay = scan * (1.0 + self._phase())
         if self.clock.now >= self.window_start:
             self.reaction_delays += delay
@@ -408,7 +409,7 @@ class Client:
             return
         if received <= self.window_end:  # self.resolve(conn, COMPLETED, received), inline
             conn.outcome = COMPLETED  # (it was None: checked above)
-            del self.live[conn.id]
+            self.live.remove(conn)
             if conn.started_at >= self.window_start:
                 self.completed += 1
                 self.completed_syn_drops += conn.syn_sent - 1
@@ -425,7 +426,7 @@ class Client:
         if conn.outcome is not None:
             raise AssertionError(f"{conn!r} resolved twice ({conn.outcome}, then {outcome})")
         conn.outcome = outcome
-        del self.live[conn.id]
+        self.live.remove(conn)
         in_window = conn.started_at >= self.window_start
         if outcome == COMPLETED:
             if in_window:
@@ -476,7 +477,7 @@ class Client:
     def finish(self) -> None:
         """At the end of the run: settle every connection still unresolved."""
         end = self.window_end
-        for conn in list(self.live.values()):
+        for conn in list(self.live):  # (in any order: each adds to counters)
             if conn.deadline <= end:
                 self.resolve(conn, TIMED_OUT, conn.deadline)
             elif conn.started_at >= self.window_start:

@@ -232,6 +232,10 @@ class ListenSocket:
         self._fin_cost = costs.rx_segment_s + costs.tx_segment_s  # FIN in, its ACK out
         self._syn_cost = costs.rx_segment_s + costs.syn_queue_s  # SYN in, request queued
         self.accept_queue: deque[Connection] = deque()
+        # its two operations, bound once (the compiled build then calls them without a
+        # look-up: a deque has no native operations)
+        self._accept_append: Callable[[Connection], None] = self.accept_queue.append
+        self._accept_popleft: Callable[[], Connection] = self.accept_queue.popleft
         #: first SYN-ACK retransmission timers of overflowed requests (can be thousands)
         self._synack_timers = env.timer_lane()
         # the SYN-queue timer's clock hand (synq_timer_s > 0): buckets checked per run
@@ -361,9 +365,8 @@ class ListenSocket:
         if data:
             conn.pending += 1
         self.established += 1
-        queue = self.accept_queue
-        queue.append(conn)
-        queued = len(queue)
+        self._accept_append(conn)
+        queued = len(self.accept_queue)
         if queued > self.max_accept_len:
             self.max_accept_len = queued
         if queued == 1 and self.app is not None:
@@ -457,7 +460,7 @@ class ListenSocket:
         """accept(): the oldest established connection, or None (EAGAIN)."""
         if not self.accept_queue:
             return None
-        conn = self.accept_queue.popleft()
+        conn = self._accept_popleft()
         conn.state = ACCEPTED
         self.client.check_client_gone(conn)
         return conn

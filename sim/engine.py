@@ -149,6 +149,10 @@ class Clock:
         return self.call_in(at - self.now, fn, value)
 
 
+#: a delay line's pending call: (instant, fn, value)
+_Pending = tuple[float, Callable[[Any], None], Any]
+
+
 class DelayLine:
     """Events that each happen ``delay`` seconds after being put, in FIFO order.
 
@@ -157,14 +161,18 @@ class DelayLine:
     in flight on a line, the heap stays small.
     """
 
-    __slots__ = ("clock", "delay", "queue", "entry")
+    __slots__ = ("clock", "delay", "queue", "entry", "_append", "_popleft")
 
     def __init__(self, env: Environment, delay: float) -> None:
         if not delay >= 0:
             raise ValueError(f"delay={delay!r}: must be >= 0")
         self.clock = env.clock
         self.delay = delay
-        self.queue: deque[tuple[float, Callable[[Any], None], Any]] = deque()
+        self.queue: deque[_Pending] = deque()
+        # the queue's two operations, bound once: the compiled build calls a bound
+        # method without looking it up (a deque has no native operations)
+        self._append: Callable[[_Pending], None] = self.queue.append
+        self._popleft: Callable[[], _Pending] = self.queue.popleft
         #: the line's place on the event heap (while it holds anything)
         self.entry = Entry(0.0, NORMAL, 0, LINE, None, None, self)
 
@@ -174,7 +182,7 @@ class DelayLine:
         at = clock.now + self.delay
         if not self.queue:
             clock.push(self.entry, at)
-        self.queue.append((at, fn, value))
+        self._append((at, fn, value))
 
     def put_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at ``at``, an instant of the caller's own, no earlier than
@@ -185,14 +193,14 @@ class DelayLine:
             raise ValueError(f"at={at!r}: earlier than now or than the line's last instant")
         if not queue:
             self.clock.push(self.entry, at)
-        queue.append((at, fn, value))
+        self._append((at, fn, value))
 
     def fire(self) -> None:
         """The head's time has come (the line's entry is at the top of the heap): call
         it, and move the entry to the next head's instant, or off the heap."""
         queue = self.queue
         clock = self.clock
-        _, fn, value = queue.popleft()
+        _, fn, value = self._popleft()
         if queue:  # the line's next head takes its place: one sift, not two
             entry = self.entry
             entry.t = queue[0][0]

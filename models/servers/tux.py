@@ -159,6 +159,7 @@ class Tux(Server):
         listen = self.listen
         client = self.client
         pending = self.work_pending
+        popleft = pending.popleft  # (bound once: no look-up per item)
         per_byte = costs.send_per_byte_s
         send_s = costs.tux_send_s
         request_s = costs.tux_request_s
@@ -204,7 +205,7 @@ class Tux(Server):
                 ends_at: float = clock.now + policy.work_budget(self) if bounded_work else INF
                 items = 0
                 while pending and clock.now < ends_at:
-                    conn = pending.popleft()
+                    conn = popleft()
                     conn.ready = False
                     items += 1
                     state: _TuxConn = conn.server
