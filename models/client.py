@@ -115,6 +115,9 @@ class Client:
         self.clock = env.clock
         self.params = params
         self.profile = profile
+        # the SYN retransmission settings, read once (native fields)
+        self._syn_rto: float = profile.syn_rto_s
+        self._syn_retries: int = profile.syn_retries
         self.streams = streams  # a server may start a client stream of its own from the same run
         self.workload = workload
         self.kernel: ListenSocket | None = None
@@ -239,16 +242,15 @@ class Client:
     # -- handshake --------------------------------------------------------------
     def syn_dropped(self, conn: Connection) -> None:
         """The server dropped this SYN: retransmit after the backed-off RTO, or give up."""
-        profile = self.profile
         sent = conn.syn_sent
         # the k-th SYN was sent at started + rto * (2**(k-1) - 1): on a tick of its
         # machine's clock if the timers tick (the timer was armed with the first SYN)
-        backoffs = profile.syn_rto_s * (2**sent - 1)
+        backoffs = self._syn_rto * float((1 << sent) - 1)
         if self._tick > 0:
             next_send = self.timer_fires(conn, conn.started_at, backoffs)
         else:
             next_send = conn.started_at + backoffs
-        if sent > profile.syn_retries or next_send >= conn.deadline:
+        if sent > self._syn_retries or next_send >= conn.deadline:
             self.resolve(conn, TIMED_OUT, conn.deadline)
             return
         conn.syn_sent = sent + 1
@@ -258,7 +260,7 @@ class Client:
             line.put_at(next_send + self.owd, self._kernel_syn, conn)
             return
         # the retransmission reaches the server one backed-off RTO after this one did
-        backoff = profile.syn_rto_s * 2 ** (sent - 1)
+        backoff = self._syn_rto * float(1 << (sent - 1))
         self.env.delay_line(backoff).put(self._kernel_syn, conn)
 
     def timer_fires(self, conn: Connection, armed_at: float, timeout: float) -> float:

@@ -138,6 +138,20 @@ class Knot(WorkerPool):
         self.busy = 0  # threads holding at least one connection
         self.max_threads = 0
         self._max_open: int = params.max_connections  # (read once: a native field)
+        # the costs, read once into native fields (the parameter set's are not): the
+        # scheduler's, and the threads' calls (each through Capriccio's I/O wrapper)
+        costs = host.costs
+        self._poll_base: float = costs.knot_poll_base_s
+        self._poll_per_conn: float = costs.knot_poll_per_conn_s
+        self._switch: float = costs.knot_thread_switch_s
+        self._io: float = costs.knot_io_s
+        self._listen_poll: float = costs.knot_listen_poll_s
+        self._accept: float = costs.accept_s
+        self._accept_empty: float = costs.accept_empty_s
+        self._thread_create: float = costs.knot_thread_create_s
+        self._request: float = costs.request_s
+        self._close: float = costs.close_s
+        self._per_byte: float = costs.send_per_byte_s
         # counters (cumulative)
         self.polls = 0
         self.poll_time = 0.0  # CPU seconds spent in the scheduler's polls
@@ -206,8 +220,7 @@ class Knot(WorkerPool):
         if not runq and not self.io_ready and not (self.accept_waiters and self._listen_ready()):
             yield BLOCK
             return
-        costs = self.costs
-        poll = costs.knot_poll_base_s + costs.knot_poll_per_conn_s * self.open
+        poll = self._poll_base + self._poll_per_conn * float(self.open)
         yield SCHEDULE, poll
         self.polls += 1
         self.poll_time += poll
@@ -228,17 +241,15 @@ class Knot(WorkerPool):
         )
 
     def switch_s(self, w: PoolWorker) -> float:
-        return self.costs.knot_thread_switch_s
+        return self._switch
 
     def run_worker(self, th: _Thread) -> Task:  # type: ignore[override]
         """Run ``th`` until it blocks (or, for a Knot-A connection thread, exits).  Knot's own
         body: a thread waits for the listening socket through Capriccio before it accepts,
         and every I/O call goes through Capriccio's wrapper."""
-        costs = self.costs
         client = self.client
         listen = self.listen
-        per_byte = costs.send_per_byte_s
-        io = costs.knot_io_s  # Capriccio's wrapper, per I/O call
+        io = self._io  # Capriccio's wrapper, per I/O call
         max_open = self._max_open
         while True:
             conn = th.take()
@@ -252,7 +263,7 @@ class Knot(WorkerPool):
                 if th.listen_ready:
                     th.listen_ready = False
                 else:
-                    yield ACCEPT, costs.knot_listen_poll_s + io
+                    yield ACCEPT, self._listen_poll + io
                     if not self._listen_ready():
                         self.listen_blocks += 1
                         self.accept_waiters.append(th)  # block on the listening socket
@@ -263,14 +274,14 @@ class Knot(WorkerPool):
                 while accepted < limit and self.open < max_open:
                     new = listen.accept()
                     if new is None:
-                        yield ACCEPT, costs.accept_empty_s + io
+                        yield ACCEPT, self._accept_empty + io
                         self.failed_accepts += 1
                         break
-                    yield ACCEPT, costs.accept_s + io
+                    yield ACCEPT, self._accept + io
                     accepted += 1
                     self.hold(new)
                     if self.per_connection_threads:
-                        yield SCHEDULE, costs.knot_thread_create_s
+                        yield SCHEDULE, self._thread_create
                         worker = self._new_thread(acceptor=False)
                         worker.conn = new
                         self._busy_thread()
@@ -292,12 +303,12 @@ class Knot(WorkerPool):
             if conn.pending:
                 client.check_client_gone(conn)
                 conn.pending -= 1
-                yield WORK, costs.request_s + 2 * io + per_byte * conn.reply_bytes
+                yield WORK, self._request + 2 * io + self._per_byte * conn.reply_bytes
                 self.requests += 1
                 client.reply(conn)
                 continue
             if conn.eof:
-                yield WORK, costs.close_s + io
+                yield WORK, self._close + io
                 self.release(conn)
                 th.conn = None
                 if not th.batch and th.acceptor:
