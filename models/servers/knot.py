@@ -303,7 +303,7 @@ class Knot(WorkerPool):
             if conn.pending:
                 client.check_client_gone(conn)
                 conn.pending -= 1
-                yield WORK, self._request + 2 * io + self._per_byte * conn.reply_bytes
+                yield WORK, self._request + 2 * io + self._per_byte * float(conn.reply_bytes)
                 self.requests += 1
                 client.reply(conn)
                 continue

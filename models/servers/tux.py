@@ -212,7 +212,7 @@ class Tux(Server):
                     if state.send:
                         state.send = False
                         yield WORK, (
-                            send_s + per_byte * conn.reply_bytes + self._touch(conn)
+                            send_s + per_byte * float(conn.reply_bytes) + self._touch(conn)
                         )
                         client.reply(conn)
                         if conn.pending or conn.eof:

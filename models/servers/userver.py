@@ -215,7 +215,8 @@ class Userver(Server):
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
-                        yield WORK, request_s + per_byte * conn.reply_bytes
+                        # (float(): the same product, which the compiled build computes natively)
+                        yield WORK, request_s + per_byte * float(conn.reply_bytes)
                         client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
