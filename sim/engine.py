@@ -61,12 +61,18 @@ heappop: Final = heapq.heappop
 heapreplace: Final = heapq.heapreplace
 
 
-#: what an :class:`Entry` does when its instant comes (its ``kind``)
-CALL: Final = 0  # call fn(value)
-RECURRING: Final = 1  # move on by a gap() draw (owner: gap), then call fn(value)
-LINE: Final = 2  # the head of the DelayLine ``owner`` is due
-LANE: Final = 3  # a timer of the TimerLane ``owner``: fn(value)
-EVENT: Final = 4  # a SimPy event (value): run its callbacks
+# What an :class:`Entry` does when its instant comes (its ``kind``):
+
+#: call ``fn(value)``
+CALL: Final = 0
+#: move on by a draw of ``owner`` (the gap function), then call ``fn(value)``
+RECURRING: Final = 1
+#: the head of the :class:`DelayLine` ``owner`` is due
+LINE: Final = 2
+#: a timer of the :class:`TimerLane` ``owner``: call ``fn(value)``
+LANE: Final = 3
+#: a SimPy event (``value``): run its callbacks
+EVENT: Final = 4
 
 
 class Entry:
