@@ -215,6 +215,11 @@ class ListenSocket:
         self.profile = profile
         self.backlog = min(backlog, profile.somaxconn)
         self.client = client
+        # what the listen path tells the clients on every connection, bound once (the
+        # compiled build then calls them without looking each method up)
+        self._syn_ack: Callable[[Connection], None] = client.syn_ack
+        self._syn_dropped: Callable[[Connection], None] = client.syn_dropped
+        self._check_client_gone: Callable[[Connection], None] = client.check_client_gone
         self.app: Application | None = None
         #: optional hook ``fn(conn)`` called for every connection queued for accept()
         #: (a server that is notified per connection, e.g. by a real-time signal)
@@ -294,12 +299,12 @@ class ListenSocket:
             if self.syn_len > self.max_syn_len:
                 self.max_syn_len = self.syn_len
         conn.cookie = cookie  # a cookie request keeps no state on the server
-        self.client.syn_ack(conn)
+        self._syn_ack(conn)
 
     def _drop_syn(self, conn: Connection) -> None:
         self.cpu.interrupt(self._rx_cost)
         conn.state = SYN_SENT
-        self.client.syn_dropped(conn)
+        self._syn_dropped(conn)
 
     def handshake_ack(self, conn: Connection) -> None:
         """The client's final ACK arrives, with its first request right behind it."""
@@ -462,5 +467,5 @@ class ListenSocket:
             return None
         conn = self._accept_popleft()
         conn.state = ACCEPTED
-        self.client.check_client_gone(conn)
+        self._check_client_gone(conn)
         return conn

@@ -55,8 +55,11 @@ def count(
              sys.executable, "-m", "acceptsim.cli", *args],
             capture_output=True, text=True, check=True,
             # string hashing is randomised per process; it orders sets and dicts of
-            # strings, and with it the interpreter's work, by several per cent
-            env={**os.environ, "PYTHONHASHSEED": "0"},
+            # strings, and with it the interpreter's work, by several per cent.  numpy's
+            # BLAS threads spin for a while after start-up, for as long as the wall clock
+            # says, so their count grew with the machine's load (Knot 12,700 alone, 14,800
+            # beside a test run): one thread, none spinning
+            env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
         )  # fmt: skip
     refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
     if refs is None:
