@@ -74,6 +74,9 @@ class Server:
         self.client = host.client
         self.costs = host.costs
         self.params = params
+        #: the most connections the server holds at once (its parameters' max_connections,
+        #: read once: a native field)
+        self.max_open: int = params.max_connections
         self._policy = policy
         #: the policy bound to this server (a models.policies.BoundPolicy): start() binds it,
         #: once the subclass has set up the state the policy's view reads
@@ -108,7 +111,7 @@ class Server:
         to ``taken``.  Returns how many were accepted; the caller counts the phase.
         """
         costs = self.costs
-        max_open = self.params.max_connections
+        max_open = self.max_open
         accepted = 0
         while accepted < limit and self.open < max_open:
             conn = listen.accept()

@@ -221,7 +221,7 @@ class Sped(_FileServing, Userver):
     def accept_phase(self):  # type: ignore[no-untyped-def]
         """Accept up to the policy's accept-limit (0 skips the phase: not counted)."""
         listen = self.listen
-        if not (listen.accept_queue and self.open < self.params.max_connections):
+        if not (listen.accept_queue and self.open < self.max_open):
             return
         limit = self.policy.accept_limit(self)
         self.accept_skipped = not limit
@@ -392,7 +392,7 @@ class MultiProcess(_FileServing, WorkerPool):
         pass  # one waiter is woken per queued connection (_connection_queued)
 
     def _connection_queued(self, conn: Connection) -> None:
-        if self.accept_waiters and self.open < self.params.max_connections:
+        if self.accept_waiters and self.open < self.max_open:
             self.make_runnable(self.accept_waiters.popleft())
 
     def _read_done(self, w: _Worker) -> None:
@@ -404,7 +404,7 @@ class MultiProcess(_FileServing, WorkerPool):
         if self.runq:
             return self.runq.popleft()
         if self.accept_waiters and self.listen.accept_queue and (
-            self.open < self.params.max_connections
+            self.open < self.max_open
         ):
             return self.accept_waiters.popleft()
         return None

@@ -137,7 +137,6 @@ class Knot(WorkerPool):
         self.threads = 0  # threads in existence
         self.busy = 0  # threads holding at least one connection
         self.max_threads = 0
-        self._max_open: int = params.max_connections  # (read once: a native field)
         # the costs, read once into native fields (the parameter set's are not): the
         # scheduler's, and the threads' calls (each through Capriccio's I/O wrapper)
         costs = host.costs
@@ -191,7 +190,7 @@ class Knot(WorkerPool):
 
     # -- the user-level scheduler ---------------------------------------------------------
     def _listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self._max_open
+        return bool(self.listen.accept_queue) and self.open < self.max_open
 
     @property
     def work_queue_len(self) -> int:
@@ -250,7 +249,7 @@ class Knot(WorkerPool):
         client = self.client
         listen = self.listen
         io = self._io  # Capriccio's wrapper, per I/O call
-        max_open = self._max_open
+        max_open = self.max_open
         while True:
             conn = th.take()
             if conn is None:

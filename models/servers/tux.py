@@ -124,7 +124,6 @@ class Tux(Server):
             costs.conn_footprint_bytes / costs.l2_cache_bytes if costs.l2_cache_bytes else math.inf
         )
         self._refill_s = costs.cache_refill_s
-        self._max_open: int = params.max_connections  # (read once: a native field)
         # counters (cumulative)
         self.work_phases = 0
         self.items_worked = 0
@@ -152,7 +151,7 @@ class Tux(Server):
 
     # -- the server loop ----------------------------------------------------------------
     def listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self._max_open
+        return bool(self.listen.accept_queue) and self.open < self.max_open
 
     def run(self) -> Task:
         costs = self.costs
@@ -171,7 +170,7 @@ class Tux(Server):
         # without the calls (the same values)
         static_limit = policy.static_limit
         bounded_work = policy.bounds_work
-        max_open = self._max_open
+        max_open = self.max_open
         while True:
             if not pending and not self.listen_ready():
                 yield BLOCK

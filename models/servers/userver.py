@@ -95,7 +95,7 @@ class Userver(Server):
 
     def listen_ready(self) -> bool:
         """Would getevents report the listening socket readable?"""
-        return bool(self.listen.accept_queue) and self.open < self.params.max_connections
+        return bool(self.listen.accept_queue) and self.open < self.max_open
 
     def getevents(self) -> Generator[Any, None, list[Connection]]:
         """Phase 1, ``select()``: scan every descriptor; sleep and rescan if none is ready.
@@ -145,7 +145,7 @@ class Userver(Server):
         costs = self.costs
         listen = self.listen
         accept_queue = listen.accept_queue
-        max_open: int = self.params.max_connections
+        max_open = self.max_open
         client = self.client
         clock = self.clock
         accept_cost = costs.accept_s + self.opened()
