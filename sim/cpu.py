@@ -45,7 +45,7 @@ overrun by up to a tick).  See :class:`Bandwidth`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -86,9 +86,6 @@ class Cpu:
         #: instant the task's current burst ends (inf while it sleeps)
         self.task_end = INF
         self._task: Task | None = None
-        #: the task's ``__next__``, which the event loop calls to run it to its next
-        #: yield (held here: calling it costs no attribute or built-in look-up)
-        self._step: Callable[[], Any] = iter(()).__next__
         self._category: str | None = None
         #: the task's CFS bandwidth limit, if any (:meth:`limit`)
         self.bandwidth: Bandwidth | None = None
@@ -118,7 +115,6 @@ class Cpu:
         if self._task is not None:
             raise RuntimeError("this Cpu already runs a task")
         self._task = task
-        self._step = task.__next__
         self._resume_at(self.env.now)
 
     @property

@@ -44,9 +44,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import simpy
+from mypy_extensions import i64
 from simpy.core import EmptySchedule, Infinity, StopSimulation
 
-from acceptsim.sim.cpu import BLOCK, INF
+from acceptsim.sim.cpu import BLOCK, INF, Account
 
 if TYPE_CHECKING:
     from acceptsim.sim.cpu import Cpu
@@ -54,11 +55,6 @@ if TYPE_CHECKING:
 #: SimPy's priority for ordinary events
 NORMAL: Final = 1
 
-# heapq's operations as constants of this module: the compiled build reads a
-# constant directly, where an imported name is looked up in the module's globals
-heappush: Final = heapq.heappush
-heappop: Final = heapq.heappop
-heapreplace: Final = heapq.heapreplace
 
 
 # What an :class:`Entry` does when its instant comes (its ``kind``):
@@ -118,6 +114,82 @@ class Entry:
         return self.seq < other.seq
 
 
+# The event heap's operations: heapq's algorithm (a binary heap; the same functions
+# as heapq.heappush, heappop and heapreplace) on Entry objects.  Compiled, these
+# compare two entries natively (``a.__lt__(b)``, spelled out: the build turns
+# ``a < b`` into Python's rich comparison), where heapq calls each comparison
+# through Python (three times the instructions).  From source, heapq's own
+# functions are used instead (below).  Every entry's key is unique (its sequence
+# number), so any correct heap pops the same entries in the same order.
+
+
+def heap_push(heap: list[Entry], entry: Entry) -> None:
+    """Put ``entry`` on ``heap``."""
+    heap.append(entry)
+    _sift_down(heap, entry, len(heap) - 1)
+
+
+def heap_pop(heap: list[Entry]) -> Entry:
+    """Take the first entry off ``heap`` (not empty) and return it."""
+    last = heap.pop()
+    if not heap:
+        return last
+    first = heap[0]
+    _sift_up(heap, last)
+    return first
+
+
+def heap_replace(heap: list[Entry], entry: Entry) -> Entry:
+    """Take the first entry off ``heap`` (not empty) and put ``entry`` on it, in one
+    sift; returns the entry taken off."""
+    first = heap[0]
+    _sift_up(heap, entry)
+    return first
+
+
+def _sift_down(heap: list[Entry], entry: Entry, pos: i64) -> None:
+    """Place ``entry``, whose place ``pos`` is free, towards the root while it comes
+    before its parent."""
+    while pos > 0:
+        parent_pos: i64 = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if not entry.__lt__(parent):
+            break
+        heap[pos] = parent
+        pos = parent_pos
+    heap[pos] = entry
+
+
+def _sift_up(heap: list[Entry], entry: Entry) -> None:
+    """Place ``entry`` into the heap whose root place is free: move the earlier child
+    up down to a leaf, then ``entry`` back up from there (heapq's ``_siftup``)."""
+    end: i64 = len(heap)
+    pos: i64 = 0
+    child_pos: i64 = 1
+    while child_pos < end:
+        child = heap[child_pos]
+        right_pos: i64 = child_pos + 1
+        if right_pos < end:
+            right = heap[right_pos]
+            if not child.__lt__(right):
+                child = right
+                child_pos = right_pos
+        heap[pos] = child
+        pos = child_pos
+        child_pos = 2 * pos + 1
+    _sift_down(heap, entry, pos)
+
+
+#: the functions above as written, whichever path runs (the tests compare them with
+#: heapq's)
+SIFTED_HEAP: Final = (heap_push, heap_pop, heap_replace)
+
+if __file__.endswith(".py"):  # from source: heapq's C functions, the same order, faster
+    heap_push = heapq.heappush  # type: ignore[assignment]  # noqa: F811
+    heap_pop = heapq.heappop  # type: ignore[assignment]  # noqa: F811
+    heap_replace = heapq.heapreplace  # type: ignore[assignment]  # noqa: F811
+
+
 class Clock:
     """The simulated time and the event heap, in one small object of their own.
 
@@ -139,7 +211,7 @@ class Clock:
         entry.t = at
         entry.seq = self.seq
         self.seq += 1
-        heappush(self.heap, entry)
+        heap_push(self.heap, entry)
 
     def call_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
         """Call ``fn(value)`` after ``delay`` seconds; returns the :data:`CALL` entry."""
@@ -147,7 +219,7 @@ class Clock:
             raise ValueError(f"negative delay {delay}")
         call = Entry(self.now + delay, NORMAL, self.seq, CALL, fn, value)
         self.seq += 1
-        heappush(self.heap, call)
+        heap_push(self.heap, call)
         return call
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
@@ -212,9 +284,9 @@ class DelayLine:
             entry.t = queue[0][0]
             entry.seq = clock.seq
             clock.seq += 1
-            heapreplace(clock.heap, entry)
+            heap_replace(clock.heap, entry)
         else:
-            heappop(clock.heap)
+            heap_pop(clock.heap)
         fn(value)
 
 
@@ -247,22 +319,22 @@ class TimerLane:
         timer = Entry(now + delay, NORMAL, clock.seq, LANE, fn, value, self)
         clock.seq += 1
         heap = self.heap
-        if not heap or timer < heap[0]:  # the new earliest: it goes on the event heap too
+        if not heap or timer.__lt__(heap[0]):  # the new earliest: it goes on the event heap too
             timer.on_main = True
-            heappush(clock.heap, timer)
-        heappush(heap, timer)
+            heap_push(clock.heap, timer)
+        heap_push(heap, timer)
 
     def fire(self) -> None:
         """The earliest timer's time has come (its entry was just popped from the event
         heap): take it off the lane, put the lane's next head on the event heap, call it."""
         heap = self.heap
-        timer = heappop(heap)
+        timer = heap_pop(heap)
         timer.on_main = False
         if heap:
             head = heap[0]
             if not head.on_main:
                 head.on_main = True
-                heappush(self.clock.heap, head)
+                heap_push(self.clock.heap, head)
         fn = timer.fn
         assert fn is not None
         fn(timer.value)
@@ -305,7 +377,7 @@ class Environment(simpy.Environment):
     def schedule(self, event: simpy.Event, priority: int = NORMAL, delay: float = 0) -> None:
         """Schedule a SimPy ``event`` with ``priority`` after ``delay``, as SimPy does."""
         clock = self.clock
-        heappush(clock.heap, Entry(clock.now + delay, priority, clock.seq, EVENT, None, event))
+        heap_push(clock.heap, Entry(clock.now + delay, priority, clock.seq, EVENT, None, event))
         clock.seq += 1
 
     def peek(self) -> float:
@@ -404,6 +476,10 @@ class Environment(simpy.Environment):
         cpu = self.cpu
         assert cpu is not None
         task_time = cpu.task_time
+        # the account of the last burst's category, kept while the category repeats
+        # (a look-up in the dictionary costs more than all the rest of a burst's book-keeping)
+        last_category: str | None = None
+        account = Account()
         block = BLOCK
         # declared types (the compiled build keeps these unboxed; no cost in Python)
         t: float
@@ -422,9 +498,14 @@ class Environment(simpy.Environment):
                 # the task's burst ends first: run it to its next yield, and
                 # start its next burst when the kernel's backlog is done
                 clock.now = task_end
-                try:
-                    item = cpu._step()
-                except StopIteration:
+                task = cpu._task
+                assert task is not None  # a burst is under way
+                # one step of the task: a for loop that stops at the first item is how
+                # the compiled build calls the generator's own next-slot directly (a
+                # call of next() or of __next__ goes through the interpreter's calls)
+                for item in task:  # noqa: B007 (the item is used after the loop)
+                    break
+                else:  # the task has ended
                     cpu._task = None
                     cpu.task_end = INF
                     continue
@@ -435,7 +516,10 @@ class Environment(simpy.Environment):
                 # build checks and unpacks it natively
                 category, cost = cast("tuple[str, float]", item)
                 cpu._category = category
-                task_time[category].used += cost
+                if category is not last_category:  # a server's bursts mostly repeat one
+                    account = task_time[category]
+                    last_category = category
+                account.used += cost
                 free = cpu.kernel_free_at
                 cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
@@ -456,7 +540,7 @@ def fire(clock: Clock, entry: Entry) -> None:
         line.fire()
         return
     if kind == EVENT:
-        heappop(heap)
+        heap_pop(heap)
         event: Any = entry.value
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
@@ -465,7 +549,7 @@ def fire(clock: Clock, entry: Entry) -> None:
             raise event._value
         return
     if kind == LANE:
-        heappop(heap)
+        heap_pop(heap)
         lane: TimerLane = entry.owner
         lane.fire()
         return
@@ -474,9 +558,9 @@ def fire(clock: Clock, entry: Entry) -> None:
         entry.t = entry.t + gap()
         entry.seq = clock.seq
         clock.seq += 1
-        heapreplace(heap, entry)
+        heap_replace(heap, entry)
     else:
-        heappop(heap)
+        heap_pop(heap)
     fn = entry.fn
     assert fn is not None
     fn(entry.value)

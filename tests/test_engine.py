@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acceptsim.sim import BLOCK, Cpu, Environment
-from acceptsim.sim.engine import DelayLine
+from acceptsim.sim.engine import SIFTED_HEAP, DelayLine, Entry
 
 
 def test_burst_ends_after_its_cost_when_nothing_interrupts() -> None:
@@ -262,3 +266,40 @@ def test_a_delay_line_takes_instants_of_its_own_in_fifo_order() -> None:
         DelayLine(env, 0.0).put_at(0.5, print)  # in the past
     env.run()
     assert seen == [(2.0, "a"), (2.0, "b"), (2.5, "plain"), (3.5, "c")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["push", "pop", "replace"]),
+            st.integers(0, 6),  # few distinct instants: many ties, broken by priority and sequence
+            st.integers(0, 1),
+        ),
+        max_size=80,
+    )
+)
+def test_the_event_heap_pops_entries_in_heapqs_order(ops: list[tuple[str, int, int]]) -> None:
+    """The engine's own heap functions (run compiled in the compiled build) take entries
+    off in exactly the order heapq's do, through any mix of pushes, pops and replaces."""
+    push, pop, replace = SIFTED_HEAP
+    ours: list[Entry] = []
+    theirs: list[Entry] = []
+    taken_ours, taken_theirs = [], []
+    for seq, (op, t, prio) in enumerate(ops):
+        entry = Entry(float(t), prio, seq, 0)
+        if op == "push" or not ours:
+            push(ours, entry)
+            heapq.heappush(theirs, entry)
+        elif op == "pop":
+            taken_ours.append(pop(ours).seq)
+            taken_theirs.append(heapq.heappop(theirs).seq)
+        else:
+            taken_ours.append(replace(ours, entry).seq)
+            taken_theirs.append(heapq.heapreplace(theirs, entry).seq)
+        assert ours[0] is theirs[0] if ours else not theirs
+    while ours:
+        taken_ours.append(pop(ours).seq)
+        taken_theirs.append(heapq.heappop(theirs).seq)
+    assert taken_ours == taken_theirs
+    assert not theirs

@@ -124,6 +124,9 @@ class Tux(Server):
             costs.conn_footprint_bytes / costs.l2_cache_bytes if costs.l2_cache_bytes else math.inf
         )
         self._refill_s = costs.cache_refill_s
+        #: the refill cost by connections touched so far in the phase (index), each
+        #: computed the first time a phase reaches it (the same value every phase)
+        self._refill_by_touched: list[float] = [0.0]
         # counters (cumulative)
         self.work_phases = 0
         self.items_worked = 0
@@ -147,7 +150,11 @@ class Tux(Server):
         if state.phase != self._phase:
             state.phase = self._phase
             self._touched += 1
-        return self._refill_s * -expm1(-self._touched * self._footprint_share)
+        touched = self._touched
+        table = self._refill_by_touched
+        if touched == len(table):  # the first phase to touch this many
+            table.append(self._refill_s * -expm1(-touched * self._footprint_share))
+        return table[touched]
 
     # -- the server loop ----------------------------------------------------------------
     def listen_ready(self) -> bool:

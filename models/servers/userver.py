@@ -161,6 +161,10 @@ class Userver(Server):
         # the calls (the same values)
         static_limit = policy.static_limit
         bounded_work = policy.bounds_work
+        # the bursts whose cost never changes, made once (typed object: the compiled
+        # build then yields this one tuple, where it would build a new one per yield)
+        accept_burst: object = (ACCEPT, accept_cost)
+        close_burst: object = (WORK, close_s)
         while True:
             # 1. getevents
             if plain_select:
@@ -184,7 +188,7 @@ class Userver(Server):
                         if conn is None:
                             yield ACCEPT, accept_empty
                             break
-                        yield ACCEPT, accept_cost
+                        yield accept_burst
                         accepted += 1
                         if plain_hold:
                             self.open += 1  # self.hold(conn), inline
@@ -221,7 +225,7 @@ class Userver(Server):
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     elif conn.eof:
-                        yield WORK, close_s
+                        yield close_burst
                         if plain_hold:
                             self.open -= 1  # self.release(conn), inline
                             self._open_sum += clock.now
