@@ -20,6 +20,7 @@ from acceptsim.commands import (
     calibrate,
     compare,
     measure,
+    oracle,
     policies,
     reproduce,
     run,
@@ -31,7 +32,9 @@ from acceptsim.measure.errors import ParseError
 from acceptsim.models.policies import PolicyError
 from acceptsim.sim.errors import ConfigError, shorten
 
-COMMANDS = [run, servers, policies, search, compare, reproduce, sweep, bench, measure, calibrate]
+COMMANDS = [
+    run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure, calibrate,
+]
 
 
 class Terminated(KeyboardInterrupt):

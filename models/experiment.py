@@ -360,6 +360,8 @@ class Host:
         if config.timeseries_interval_s > 0:
             self.timeseries = {k: [] for k in TIMESERIES_COLUMNS}
             self._ts_last = (0, 0, 0, 0)
+            #: the client's response times and timeouts counted at the last sample
+            self._ts_client_last = (0, 0)
             self._ts_call = env.call_in(config.timeseries_interval_s, self._sample)
 
     def _sample(self, _: object) -> None:
@@ -375,14 +377,22 @@ class Host:
         )
         last = self._ts_last
         self._ts_last = (replies, drops, accepts, phases)
-        profile = self.client.rate_profile
+        # the replies' response times and the client timeouts of the interval (both
+        # counted in the measurement window only)
+        client = self.client
+        times, timeouts = client.response_times, client.timeouts
+        first, timeouts_before = self._ts_client_last
+        self._ts_client_last = (len(times), timeouts)
+        latency = summary_ms(times[first:])
+        profile = client.rate_profile
         target = config.rate_per_s if profile is None else profile.rate_at(now - interval / 2)
         row = (
             now, target, (replies - last[0]) / interval, (drops - last[1]) / interval,
             (accepts - last[2]) / interval, (phases - last[3]) / interval,
             view.accept_queue_len, view.syn_queue_len, view.work_queue_len,
             view.open_connections, _finite_or_none(self.bound.last_limit),
-            _finite_or_none(self.bound.last_budget_s),
+            _finite_or_none(self.bound.last_budget_s), latency["p50"], latency["p99"],
+            (timeouts - timeouts_before) / interval,
         )  # fmt: skip
         ts = self.timeseries
         assert ts is not None
@@ -549,6 +559,8 @@ TIMESERIES_COLUMNS = (
     "time_s", "target_rate_per_s", "reply_rate_per_s", "drops_per_s", "accept_rate_per_s",
     "accept_phases_per_s", "accept_queue_len", "syn_queue_len", "work_queue_len",
     "open_connections", "accept_limit", "work_budget_s",
+    # the response times of the interval's replies (None: no reply) and its client timeouts
+    "response_time_p50_ms", "response_time_p99_ms", "client_timeouts_per_s",
 )  # fmt: skip
 
 

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 NORMAL: Final = 1
 
 
-
 # What an :class:`Entry` does when its instant comes (its ``kind``):
 
 #: call ``fn(value)``
@@ -161,8 +160,9 @@ def _sift_down(heap: list[Entry], entry: Entry, pos: i64) -> None:
 
 
 def _sift_up(heap: list[Entry], entry: Entry) -> None:
-    """Place ``entry`` into the heap whose root place is free: move the earlier child
-    up down to a leaf, then ``entry`` back up from there (heapq's ``_siftup``)."""
+    """Place ``entry`` into the heap whose root place is free: walk down to a leaf,
+    moving the earlier child up at every level, then sift ``entry`` up from there
+    (heapq's ``_siftup``)."""
     end: i64 = len(heap)
     pos: i64 = 0
     child_pos: i64 = 1

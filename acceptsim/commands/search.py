@@ -39,20 +39,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "search", help="find the best static accept-limit (or tune a policy's parameters)"
     )
-    p.add_argument("--server", default="userver")
-    p.add_argument("--workload", default="one-packet")
-    p.add_argument("--rate", required=True, help="target connection rate per second")
-    p.add_argument("--rate-profile", default="", help="time-varying rate (see `run --help`)")
-    p.add_argument("--duration", default="10", help="simulated seconds per run (default 10)")
-    p.add_argument("--warmup", default="0", help="seconds left out of each run (default 0, "
-                   "httperf-style)")
+    add_point_arguments(p, duration_s=10)
     p.add_argument("--replications", default="3", help="replications per candidate (default 3)")
-    p.add_argument("--seed", default="1")
-    p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other run field, e.g. --set costs=cluster2 (repeatable)")
-    p.add_argument("--candidates", default=DEFAULT_CANDIDATES,
-                   help=f"accept-limits to try (default {DEFAULT_CANDIDATES})")
     p.add_argument("--prefer", default="smallest", choices=("smallest", "max"),
                    help="among limits indistinguishable from the best: the smallest (default) "
                    "or the highest mean")
@@ -71,6 +59,25 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--force", action="store_true", help="run even beyond the work bounds "
                    "(10,000 runs per evaluation; 1e8 simulated connection attempts per run)")
     p.set_defaults(main=main)
+
+
+def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
+    """The run every candidate accept-limit shares (read by :func:`base_point`), the
+    ladder of candidates and the parallel jobs: arguments of ``search`` and ``oracle``."""
+    p.add_argument("--server", default="userver")
+    p.add_argument("--workload", default="one-packet")
+    p.add_argument("--rate", required=True, help="target connection rate per second")
+    p.add_argument("--rate-profile", default="", help="time-varying rate (see `run --help`)")
+    p.add_argument("--duration", default=str(duration_s),
+                   help=f"simulated seconds per run (default {duration_s})")
+    p.add_argument("--warmup", default="0", help="seconds left out of each run (default 0, "
+                   "httperf-style)")
+    p.add_argument("--seed", default="1")
+    p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other run field, e.g. --set costs=cluster2 (repeatable)")
+    p.add_argument("--candidates", default=DEFAULT_CANDIDATES,
+                   help=f"accept-limits to try (default {DEFAULT_CANDIDATES})")
 
 
 def plot_curve(out: dict[str, Any], path: str) -> None:
