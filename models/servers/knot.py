@@ -286,7 +286,7 @@ class Knot(WorkerPool):
                         self._busy_thread()
                         self.runq.append(worker)
                     else:
-                        th.batch.append(new)
+                        th.add(new)
                 if accepted:
                     self.accept_phases += 1
                     self.accepts += accepted

@@ -21,7 +21,7 @@ What Knot, Flash's MP and MT servers and the two-class server share:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -50,6 +50,10 @@ class PoolWorker:
 
     def __init__(self) -> None:
         self.batch: deque[Connection] = deque()
+        # the batch's two operations, bound once (the compiled build calls a bound method
+        # directly, where it looks a deque's method up by name at every call)
+        self.add: Callable[[Connection], None] = self.batch.append
+        self._next: Callable[[], Connection] = self.batch.popleft
         self.conn: Connection | None = None
 
     def take(self) -> Connection | None:
@@ -57,7 +61,7 @@ class PoolWorker:
         becomes the current one); None when the batch is done."""
         conn = self.conn
         if conn is None and self.batch:
-            conn = self.conn = self.batch.popleft()
+            conn = self.conn = self._next()
         return conn
 
 
@@ -128,7 +132,7 @@ class WorkerPool(Server):
                 # accept up to the accept-limit, then serve them one after the other
                 limit = self.policy.accept_limit(self)
                 sock = self.accept_socket(w)
-                accepted = yield from self.accept_batch(sock, w.batch.append, limit)
+                accepted = yield from self.accept_batch(sock, w.add, limit)
                 if not accepted:
                     self.block_in_accept(w)
                     return

@@ -165,6 +165,10 @@ class Userver(Server):
         # build then yields this one tuple, where it would build a new one per yield)
         accept_burst: object = (ACCEPT, accept_cost)
         close_burst: object = (WORK, close_s)
+        # a request's burst, made again only when the reply's size changes (one-packet:
+        # never)
+        reply_bytes: Any = None  # (any number a workload gives: typed Any, never checked)
+        request_burst: object = None
         while True:
             # 1. getevents
             if plain_select:
@@ -219,8 +223,12 @@ class Userver(Server):
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
-                        # (float(): the same product, which the compiled build computes natively)
-                        yield WORK, request_s + per_byte * float(conn.reply_bytes)
+                        if conn.reply_bytes != reply_bytes:
+                            reply_bytes = conn.reply_bytes
+                            # (float(): the same product, which the compiled build computes
+                            # natively)
+                            request_burst = (WORK, request_s + per_byte * float(reply_bytes))
+                        yield request_burst
                         client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
