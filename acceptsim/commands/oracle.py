@@ -33,7 +33,7 @@ from acceptsim.sim.results import json_safe
 from acceptsim.sim.sweep import run_many
 
 #: the time-series columns the oracle reads
-COLUMNS = ("time_s", "reply_rate_per_s", "response_time_p99_ms", "client_timeouts_per_s")
+COLUMNS = ("time_s", "reply_rate_per_s", "response_time_p99_ms")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,7 +58,12 @@ def run_with_series(point: Mapping[str, Any]) -> dict[str, Any]:
 def _within(p99_ms: Any, bound_ms: float | None) -> bool:
     """A response-time percentile meets the bound (no reply at all, None or NaN in a
     frame: nothing exceeds it)."""
-    return bound_ms is None or p99_ms is None or math.isnan(p99_ms) or p99_ms <= bound_ms
+    return bound_ms is None or _ms(p99_ms) is None or p99_ms <= bound_ms
+
+
+def _ms(value: Any) -> float | None:
+    """A frame's percentile as a number, or None for no reply (a frame's NaN)."""
+    return None if value is None or math.isnan(value) else float(value)
 
 
 def oracle(
@@ -113,11 +118,11 @@ def oracle(
             without += 1
         total += best_rate
         row: dict[str, Any] = {"time_s": t, "best_limit": best, "reply_rate_per_s": best_rate,
-                               "response_time_p99_ms": best_p99}  # fmt: skip
+                               "response_time_p99_ms": _ms(best_p99)}  # fmt: skip
         if best_static is not None:
             static = frames[best_static]
             row["best_static_reply_rate_per_s"] = float(static["reply_rate_per_s"].iloc[i])
-            row["best_static_p99_ms"] = static["response_time_p99_ms"].iloc[i]
+            row["best_static_p99_ms"] = _ms(static["response_time_p99_ms"].iloc[i])
         rows.append(row)
     oracle_rate = total / len(times)
     static_rate = means[best_static] if best_static is not None else None
