@@ -39,6 +39,7 @@ from types import ModuleType
 COMPILED = (
     "sim/engine.py",
     "sim/cpu.py",
+    "sim/streams.py",
     "models/connection.py",
     "models/kernel.py",
     "models/client.py",
