@@ -53,7 +53,7 @@ from acceptsim.models.connection import SYN_RECV, SYN_SENT, Connection
 from acceptsim.models.workloads import Workload
 from acceptsim.sim.engine import DelayLine
 from acceptsim.sim.params import Params, param
-from acceptsim.sim.streams import Streams
+from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 if TYPE_CHECKING:
     from acceptsim.models.costs import HostCosts
@@ -95,6 +95,28 @@ COMPLETED: Final = "completed"
 TIMED_OUT: Final = "timed_out"
 #: slack, in ticks, for instants computed on a tick boundary in floating point
 _TICK_EPS: Final = 1e-6
+
+
+class _Uniforms:
+    """Uniform draws on [0, 1) from the run's stream ``name``, read natively by the
+    compiled client: the values ``streams.sampler(name, lambda g, n: g.random(n))``
+    gives, drawn in the same blocks of :data:`~sim.streams.BLOCK_SIZE` (a generic
+    sampler is a call through Python's calling convention for every value)."""
+
+    __slots__ = ("_gen", "_block", "_next")
+
+    def __init__(self, streams: Streams, name: str) -> None:
+        self._gen = streams.generator(name)
+        self._block: list[float] = []
+        self._next = 0
+
+    def draw(self) -> float:
+        i = self._next
+        if i == len(self._block):  # the block is used up: the next one
+            self._block = self._gen.random(BLOCK_SIZE).tolist()
+            i = 0
+        self._next = i + 1
+        return self._block[i]
 
 
 class Client:
@@ -158,7 +180,7 @@ class Client:
         if costs is not None and (costs.client_loop_base_s or costs.client_poll_per_socket_s):
             self._loop_base = costs.client_loop_base_s
             self._loop_per_socket = costs.client_poll_per_socket_s / costs.client_machines
-            self._phase = streams.uniforms("client_loop")
+            self._phase = _Uniforms(streams, "client_loop")
             self._reacts = True
         #: the client kernels' timer tick (0: retransmission timers fire at their exact
         #: instant) and, per client machine, the phase of its ticks

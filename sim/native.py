@@ -39,7 +39,6 @@ from types import ModuleType
 COMPILED = (
     "sim/engine.py",
     "sim/cpu.py",
-    "sim/streams.py",
     "models/connection.py",
     "models/kernel.py",
     "models/client.py",

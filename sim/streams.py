@@ -17,7 +17,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from itertools import chain, repeat
-from typing import Final
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from acceptsim.sim.errors import ConfigError
 
 #: numbers drawn per refill of a block sampler; large enough to amortise the
 #: numpy call, small enough not to matter for memory
-BLOCK_SIZE: Final = 4096
+BLOCK_SIZE = 4096
 
 
 class Streams:
@@ -50,11 +49,6 @@ class Streams:
     def exponential(self, name: str, mean: float) -> Sampler:
         return self.sampler(name, lambda g, n: g.exponential(mean, n))
 
-    def uniforms(self, name: str) -> UniformBlocks:
-        """Uniform draws on [0, 1) of the source ``name``, for the hot path: the values
-        ``sampler(name, lambda g, n: g.random(n))`` gives, read by ``draw()``."""
-        return UniformBlocks(self.generator(name))
-
 
 #: a scalar sampler: each call returns the next float of its stream
 Sampler = Callable[[], float]
@@ -71,28 +65,3 @@ def _block_sampler(
     """
     blocks = map(lambda _: draw(gen, BLOCK_SIZE).tolist(), repeat(None))
     return chain.from_iterable(blocks).__next__
-
-
-class UniformBlocks:
-    """Uniform draws on [0, 1), drawn from numpy in blocks of :data:`BLOCK_SIZE` as a
-    block sampler draws them (the same values in the same order), one per ``draw()``.
-
-    Compiled with the hot path, a call of ``draw()`` from a compiled model is a native
-    call returning a native float, where a block sampler is called through Python's
-    calling convention (about 120 machine instructions a value).
-    """
-
-    __slots__ = ("_gen", "_block", "_next")
-
-    def __init__(self, gen: np.random.Generator) -> None:
-        self._gen = gen
-        self._block: list[float] = []
-        self._next = 0
-
-    def draw(self) -> float:
-        i = self._next
-        if i == len(self._block):  # the block is used up: the next one
-            self._block = self._gen.random(BLOCK_SIZE).tolist()
-            i = 0
-        self._next = i + 1
-        return self._block[i]

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from acceptsim.sim import BLOCK, Cpu, Environment
 from acceptsim.sim.engine import SIFTED_HEAP, DelayLine, Entry
-from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 
 def test_burst_ends_after_its_cost_when_nothing_interrupts() -> None:
@@ -304,11 +303,3 @@ def test_the_event_heap_pops_entries_in_heapqs_order(ops: list[tuple[str, int, i
         taken_theirs.append(heapq.heappop(theirs).seq)
     assert taken_ours == taken_theirs
     assert not theirs
-
-
-def test_uniform_blocks_draw_the_values_of_the_streams_block_sampler() -> None:
-    """The hot path's uniform draws are the stream's own values, across block refills."""
-    n = 2 * BLOCK_SIZE + 3
-    native = Streams(7).uniforms("client_loop")
-    sampler = Streams(7).sampler("client_loop", lambda g, k: g.random(k))
-    assert [native.draw() for _ in range(n)] == [sampler() for _ in range(n)]
