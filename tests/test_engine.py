@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptsim.models.client import _Uniforms
 from acceptsim.sim import BLOCK, Cpu, Environment
 from acceptsim.sim.engine import SIFTED_HEAP, DelayLine, Entry
+from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 
 def test_burst_ends_after_its_cost_when_nothing_interrupts() -> None:
@@ -303,3 +305,12 @@ def test_the_event_heap_pops_entries_in_heapqs_order(ops: list[tuple[str, int, i
         taken_theirs.append(heapq.heappop(theirs).seq)
     assert taken_ours == taken_theirs
     assert not theirs
+
+
+def test_the_clients_uniform_draws_are_the_values_of_the_streams_block_sampler() -> None:
+    """httperf's loop phase, drawn natively by the client, takes the stream's own
+    values, across block refills."""
+    n = 2 * BLOCK_SIZE + 3
+    native = _Uniforms(Streams(7), "client_loop")
+    sampler = Streams(7).sampler("client_loop", lambda g, k: g.random(k))
+    assert [native.draw() for _ in range(n)] == [sampler() for _ in range(n)]

@@ -118,7 +118,7 @@ def regret(
     keys = ["server", "load", "policy"]
     means = df.groupby(keys, sort=False)[[metric, *latency]].mean().reset_index()
     rows = []
-    for (_, _), group in means.groupby(["server", "load"], sort=False):
+    for _, group in means.groupby(["server", "load"], sort=False):
         static = group[group["policy"].str.startswith("static")]
         if static.empty:
             continue
