@@ -225,6 +225,10 @@ class Client:
         # over the whole run, warm-up included (what accept policies see)
         self.replies_total = 0
         self.timeouts_total = 0
+        #: of ``replies_total``, those whose response time exceeded ``slow_bound_s``
+        #: (an accept policy sets the bound: ``ServerView.watch_response_time``)
+        self.slow_bound_s = float("inf")
+        self.slow_replies_total = 0
         self.data_retransmits = 0
         # optional: replies received per interval over the whole run (warm-up detection)
         self.series: list[int] | None = None
@@ -402,6 +406,8 @@ class Client:
                     self.clock.call_at(fin_at, self._kernel_fin, conn)
             return
         self.replies_total += 1
+        if received - conn.request_sent_at > self.slow_bound_s:
+            self.slow_replies_total += 1
         if self.series is not None:
             slot = int(received / self.series_interval_s)
             if slot < len(self.series):

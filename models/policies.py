@@ -171,6 +171,23 @@ class ServerView:
     def client_timeouts(self) -> int:
         return self._client.timeouts_total
 
+    def watch_response_time(self, bound_s: float) -> None:
+        """Count, from now on, the replies whose response time (request sent to reply
+        received, at the client) exceeds ``bound_s`` seconds: :attr:`slow_replies`.
+
+        Call it from ``start``.  It sets what the clients measure, not how the
+        model behaves; a later call sets a new bound and restarts the count."""
+        if isinstance(bound_s, bool) or not isinstance(bound_s, (int, float)) or not bound_s > 0:
+            raise ConfigError("watch_response_time.bound_s", bound_s, "a number of seconds > 0")
+        self._client.slow_bound_s = float(bound_s)
+        self._client.slow_replies_total = 0
+
+    @property
+    def slow_replies(self) -> int:
+        """Of :attr:`replies`, those slower than the bound of :meth:`watch_response_time`
+        (counted since that call; 0 without it)."""
+        return self._client.slow_replies_total
+
     @property
     def syn_q_full_drops(self) -> int:
         return self._listen.syn_q_full
@@ -447,6 +464,17 @@ class HillClimbParams(Params):
         64.0, unit="connections", ge=1.0,
         doc="largest limit (half the accept queue: see queue-aware's max_limit)",
     )  # fmt: skip
+    within_ms: float = param(
+        INF, unit="ms", gt=0.0, allow_inf=True,
+        doc="climb on the replies answered within this response time (goodput at a "
+        "response-time bound: the most replies within it); inf: every reply the clients "
+        "received before their timeout",
+    )  # fmt: skip
+    settle_epochs: int = param(
+        0, unit="epochs", ge=0,
+        doc="after a probe that did worse, hold the limit it returned to for this many "
+        "epochs before probing again (0: probe every epoch)",
+    )  # fmt: skip
 
 
 class HillClimb(Policy):
@@ -455,6 +483,11 @@ class HillClimb(Policy):
     Every ``interval_s`` compare the epoch's replies with the previous epoch's;
     keep moving the limit (by a factor ``step``) in the same direction while
     the reply rate does not fall by more than ``tolerance``, reverse otherwise.
+    With ``within_ms`` only the replies answered within that response time
+    count: the climb then seeks the most replies within the bound.  With
+    ``settle_epochs``, a move that did worse and was undone is followed by that
+    many epochs at the limit it returned to: near the best limit the climber
+    spends less time probing its neighbours.
     """
 
     name = "hill-climb"
@@ -471,23 +504,40 @@ class HillClimb(Policy):
         self.direction = 1
         self.last_replies = 0
         self.last_rate = -1.0
+        self.previous_limit = self.limit  # the limit of the epoch before the last
+        self.holding = 0  # epochs still to hold (settle_epochs)
 
     def start(self, view: ServerView) -> None:
         self.start_state()
+        if self.p.within_ms != INF:
+            view.watch_response_time(self.p.within_ms / 1000.0)
+
+    def replies(self, view: ServerView) -> int:
+        """The replies that count so far (all of them, or those within ``within_ms``)."""
+        if self.p.within_ms == INF:
+            return view.replies
+        return view.replies - view.slow_replies
 
     def accept_limit(self, view: ServerView) -> float:
         p = self.p
         if self.every.due(view.now):
-            replies = view.replies
+            replies = self.replies(view)
             rate = replies - self.last_replies
             self.last_replies = replies
-            if rate < self.last_rate * (1.0 - p.tolerance):
-                self.direction = -self.direction
+            worse = rate < self.last_rate * (1.0 - p.tolerance)
             self.last_rate = rate
+            if self.holding:
+                self.holding -= 1
+                return int(self.limit)
+            if worse:
+                self.direction = -self.direction
             factor = p.step if self.direction > 0 else 1.0 / p.step
             limit = min(max(self.limit * factor, p.min_limit), p.max_limit)
             if limit in (p.min_limit, p.max_limit):
                 self.direction = -1 if limit == p.max_limit else 1
+            if worse and limit == self.previous_limit:
+                self.holding = p.settle_epochs  # back at the better limit: stay a while
+            self.previous_limit = self.limit
             self.limit = limit
         return int(self.limit)
 
@@ -552,7 +602,7 @@ class HoldOpen(HillClimb):
         self.last_epoch_limit = self.limit
 
     def start(self, view: ServerView) -> None:
-        self.start_state()
+        super().start(view)
         self.open_since = self.epoch_started = view.now
         self.open_last = view.open_connections
 
@@ -574,7 +624,7 @@ class HoldOpen(HillClimb):
             raised = epoch_limit > self.last_epoch_limit
             self.last_epoch_limit = epoch_limit
             limit = super().accept_limit(view)  # the climb (also advances the epoch)
-            rate = view.replies - replies_before
+            rate = self.replies(view) - replies_before
             self.guard(open_mean, rate, rate_before, raised)
         else:
             limit = int(self.limit)

@@ -266,6 +266,80 @@ def test_hold_open_ignores_growth_that_brings_replies() -> None:
     assert p.cap == math.inf
 
 
+class WatchingView(FakeView):
+    """FakeView plus the slow-reply count a bounded climb reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow_replies = 0
+        self.bound_s = math.inf
+
+    def watch_response_time(self, bound_s: float) -> None:
+        self.bound_s = bound_s
+
+
+def climb(params: policies.HillClimbParams, epochs: list[tuple[int, int]]) -> list[float]:
+    """The limits a hill-climb decides at the ends of 0.5 s epochs with these
+    (replies, slow replies) each."""
+    p = policies.HillClimb(params)
+    view = WatchingView()
+    p.start(view)
+    limits = []
+    for replies, slow in epochs:
+        view.now += 0.5
+        view.replies += replies
+        view.slow_replies += slow
+        limits.append(p.accept_limit(view))
+    return limits
+
+
+def test_hill_climb_within_a_bound_climbs_on_the_replies_within_it() -> None:
+    # more replies, but a growing share of them slower than 50 ms
+    epochs = [(1000, 0), (1100, 300), (1100, 0)]
+    assert climb(policies.HillClimbParams(), epochs) == [32, 64, 32]
+    bounded = policies.HillClimbParams(within_ms=50.0)
+    assert climb(bounded, epochs) == [32, 16, 8]  # 800 within the bound < 1000: reverse
+    p, view = policies.HillClimb(bounded), WatchingView()
+    p.start(view)
+    assert view.bound_s == pytest.approx(0.05)
+
+
+def test_hill_climb_settles_at_the_limit_an_undone_probe_returned_to() -> None:
+    epochs = [(1000, 0), (900, 0), (1000, 0), (1000, 0), (1000, 0), (1000, 0)]
+    assert climb(policies.HillClimbParams(), epochs) == [32, 16, 8, 4, 2, 1]
+    settled = policies.HillClimbParams(settle_epochs=2)
+    # 32 did worse: back to 16, held for two epochs, then the other neighbour is probed
+    assert climb(settled, epochs) == [32, 16, 16, 16, 8, 4]
+
+
+def test_the_view_counts_replies_slower_than_the_watched_bound() -> None:
+    class Watch(Policy):
+        def __init__(self, bound_s: float) -> None:
+            self.bound_s = bound_s
+
+        def start(self, view: ServerView) -> None:
+            self.view = view
+            view.watch_response_time(self.bound_s)
+
+        def accept_limit(self, view: ServerView) -> float:
+            return 16
+
+    config = short(rate_per_s=26000.0, accept_limit=16)
+    r = simulate(config)
+    assert r["reply_rate_per_s"] > 0
+    fractions = []
+    percentiles = r["response_time_ms"]
+    for bound_ms in (1e9, percentiles["p50"], percentiles["p99"], 1e-9):
+        policy = Watch(bound_ms / 1000.0)
+        assert simulate(config, policy=policy)["reply_rate_per_s"] == r["reply_rate_per_s"]
+        fractions.append(policy.view.slow_replies / policy.view.replies)
+    assert fractions[0] == 0.0 and fractions[3] == 1.0
+    assert fractions[1] == pytest.approx(0.5, abs=0.02)
+    assert fractions[2] == pytest.approx(0.01, abs=0.005)
+    with pytest.raises(ConfigError, match="bound_s"):
+        policy.view.watch_response_time(0)
+
+
 def test_hold_open_errors_name_the_policy_and_the_decision() -> None:
     class State:  # a server state whose open-connection count can break
         name = "fake"
