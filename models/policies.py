@@ -466,14 +466,13 @@ class HillClimbParams(Params):
     )  # fmt: skip
     within_ms: float = param(
         INF, unit="ms", gt=0.0, allow_inf=True,
-        doc="climb on the replies answered within this response time (goodput at a "
-        "response-time bound: the most replies within it); inf: every reply the clients "
-        "received before their timeout",
+        doc="response-time bound: climb to the most replies among the limits that answer "
+        "quantile of them within it (inf: no bound, the most replies)",
     )  # fmt: skip
-    settle_epochs: int = param(
-        0, unit="epochs", ge=0,
-        doc="after a probe that did worse, hold the limit it returned to for this many "
-        "epochs before probing again (0: probe every epoch)",
+    quantile: float = param(
+        0.99, unit="fraction", gt=0.0, le=1.0,
+        doc="the share of an epoch's replies that must be within within_ms (0.99: its "
+        "99th percentile)",
     )  # fmt: skip
 
 
@@ -482,12 +481,16 @@ class HillClimb(Policy):
 
     Every ``interval_s`` compare the epoch's replies with the previous epoch's;
     keep moving the limit (by a factor ``step``) in the same direction while
-    the reply rate does not fall by more than ``tolerance``, reverse otherwise.
-    With ``within_ms`` only the replies answered within that response time
-    count: the climb then seeks the most replies within the bound.  With
-    ``settle_epochs``, a move that did worse and was undone is followed by that
-    many epochs at the limit it returned to: near the best limit the climber
-    spends less time probing its neighbours.
+    the epoch is not worse, reverse otherwise.  Without a bound an epoch is
+    worse if its reply rate fell by more than ``tolerance``.
+
+    With ``within_ms`` the climb seeks the most throughput subject to a
+    response-time bound: an epoch *meets* the bound if at most ``1 - quantile``
+    of its replies took longer than ``within_ms`` (request sent to reply
+    received); an epoch that misses it is worse than one that meets it; of two
+    that meet it, the one with fewer replies (by more than ``tolerance``) is
+    worse; of two that miss it, the one with the larger share of slow replies
+    (by more than ``tolerance`` of the replies) is worse.
     """
 
     name = "hill-climb"
@@ -496,6 +499,7 @@ class HillClimb(Policy):
 
     def __init__(self, params: HillClimbParams | None = None) -> None:
         self.p = params or HillClimbParams()
+        self.bounded = self.p.within_ms != INF
         self.start_state()
 
     def start_state(self) -> None:
@@ -504,40 +508,45 @@ class HillClimb(Policy):
         self.direction = 1
         self.last_replies = 0
         self.last_rate = -1.0
-        self.previous_limit = self.limit  # the limit of the epoch before the last
-        self.holding = 0  # epochs still to hold (settle_epochs)
+        self.last_slow = 0
+        self.last_share = 1.0  # the previous epoch's share of slow replies
+        self.last_met = False  # ... and whether it met the bound
 
     def start(self, view: ServerView) -> None:
         self.start_state()
-        if self.p.within_ms != INF:
+        if self.bounded:
             view.watch_response_time(self.p.within_ms / 1000.0)
 
-    def replies(self, view: ServerView) -> int:
-        """The replies that count so far (all of them, or those within ``within_ms``)."""
-        if self.p.within_ms == INF:
-            return view.replies
-        return view.replies - view.slow_replies
+    def worse(self, view: ServerView, rate: int) -> bool:
+        """Is the epoch that just ended, with ``rate`` replies, worse than the one before?"""
+        p = self.p
+        if not self.bounded:
+            return rate < self.last_rate * (1.0 - p.tolerance)
+        slow = view.slow_replies
+        share = (slow - self.last_slow) / rate if rate > 0 else 1.0
+        self.last_slow = slow
+        met = share <= 1.0 - p.quantile
+        last_share, last_met = self.last_share, self.last_met
+        self.last_share, self.last_met = share, met
+        if met != last_met:
+            return last_met
+        if met:
+            return rate < self.last_rate * (1.0 - p.tolerance)
+        return share > last_share + p.tolerance
 
     def accept_limit(self, view: ServerView) -> float:
         p = self.p
         if self.every.due(view.now):
-            replies = self.replies(view)
+            replies = view.replies
             rate = replies - self.last_replies
             self.last_replies = replies
-            worse = rate < self.last_rate * (1.0 - p.tolerance)
-            self.last_rate = rate
-            if self.holding:
-                self.holding -= 1
-                return int(self.limit)
-            if worse:
+            if self.worse(view, rate):
                 self.direction = -self.direction
+            self.last_rate = rate
             factor = p.step if self.direction > 0 else 1.0 / p.step
             limit = min(max(self.limit * factor, p.min_limit), p.max_limit)
             if limit in (p.min_limit, p.max_limit):
                 self.direction = -1 if limit == p.max_limit else 1
-            if worse and limit == self.previous_limit:
-                self.holding = p.settle_epochs  # back at the better limit: stay a while
-            self.previous_limit = self.limit
             self.limit = limit
         return int(self.limit)
 
@@ -624,7 +633,7 @@ class HoldOpen(HillClimb):
             raised = epoch_limit > self.last_epoch_limit
             self.last_epoch_limit = epoch_limit
             limit = super().accept_limit(view)  # the climb (also advances the epoch)
-            rate = self.replies(view) - replies_before
+            rate = view.replies - replies_before
             self.guard(open_mean, rate, rate_before, raised)
         else:
             limit = int(self.limit)

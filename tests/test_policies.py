@@ -293,23 +293,24 @@ def climb(params: policies.HillClimbParams, epochs: list[tuple[int, int]]) -> li
     return limits
 
 
-def test_hill_climb_within_a_bound_climbs_on_the_replies_within_it() -> None:
-    # more replies, but a growing share of them slower than 50 ms
-    epochs = [(1000, 0), (1100, 300), (1100, 0)]
-    assert climb(policies.HillClimbParams(), epochs) == [32, 64, 32]
+def test_hill_climb_within_a_bound_prefers_epochs_that_meet_it() -> None:
+    # more replies, but 10 % of them slower than the bound (p99 bound: at most 1 %)
+    epochs = [(1000, 5), (1100, 110), (1000, 5)]
+    assert climb(policies.HillClimbParams(), epochs) == [32, 64, 64]
     bounded = policies.HillClimbParams(within_ms=50.0)
-    assert climb(bounded, epochs) == [32, 16, 8]  # 800 within the bound < 1000: reverse
+    assert climb(bounded, epochs) == [32, 16, 8]  # 64 missed the bound: reverse
     p, view = policies.HillClimb(bounded), WatchingView()
     p.start(view)
     assert view.bound_s == pytest.approx(0.05)
 
 
-def test_hill_climb_settles_at_the_limit_an_undone_probe_returned_to() -> None:
-    epochs = [(1000, 0), (900, 0), (1000, 0), (1000, 0), (1000, 0), (1000, 0)]
-    assert climb(policies.HillClimbParams(), epochs) == [32, 16, 8, 4, 2, 1]
-    settled = policies.HillClimbParams(settle_epochs=2)
-    # 32 did worse: back to 16, held for two epochs, then the other neighbour is probed
-    assert climb(settled, epochs) == [32, 16, 16, 16, 8, 4]
+def test_hill_climb_within_a_bound_compares_rates_when_both_meet_it() -> None:
+    bounded = policies.HillClimbParams(within_ms=50.0, quantile=0.9)
+    # both epochs meet a p90 bound: the rate decides (900 < 1000: reverse)
+    assert climb(bounded, [(1000, 50), (900, 50)]) == [32, 16]
+    # both miss it: the share of slow replies decides (30 % > 20 %: reverse)
+    assert climb(bounded, [(1000, 200), (2000, 600)]) == [32, 16]
+    assert climb(bounded, [(1000, 200), (500, 60)]) == [32, 64]  # a lower share: go on
 
 
 def test_the_view_counts_replies_slower_than_the_watched_bound() -> None:
