@@ -204,25 +204,23 @@ class Knot(WorkerPool):
         self._static_limit = self.policy.static_limit
         self._bounded_work = self.policy.bounds_work
 
-    # -- the pool's hooks (models.servers.pool) -------------------------------------------
+    # -- the scheduler and the threads' body ------------------------------------------
     def next_worker(self) -> _Thread | None:
         """The next runnable thread, unless the work phase's budget is spent."""
         if self.runq and self.clock.now < self._ends_at:
             return self.runq.popleft()
         return None
 
-    def idle(self) -> Task:
-        """No thread to run (or the work budget spent): Capriccio's scheduler polls the
-        kernel over every descriptor a thread waits on and makes runnable the threads
-        whose descriptor is ready (with nothing to wait for, the process sleeps)."""
-        runq = self.runq
-        if not runq and not self.io_ready and not (self.accept_waiters and self._listen_ready()):
-            yield BLOCK
-            return
-        poll = self._poll_base + self._poll_per_conn * float(self.open)
-        yield SCHEDULE, poll
+    def _pollable(self) -> bool:
+        """Does any thread wait for something a poll could report?"""
+        return bool(self.runq or self.io_ready or (self.accept_waiters and self._listen_ready()))
+
+    def _polled(self, poll: float) -> None:
+        """A scheduler poll that cost ``poll`` CPU seconds has returned: the threads whose
+        descriptor is ready become runnable, and a work phase starts."""
         self.polls += 1
         self.poll_time += poll
+        runq = self.runq
         for th in self.io_ready:
             th.conn.ready = False  # type: ignore[union-attr]
             th.conn.server = None  # type: ignore[union-attr]
@@ -239,83 +237,120 @@ class Knot(WorkerPool):
             self.clock.now + self.policy.work_budget(self) if self._bounded_work else INF
         )
 
-    def switch_s(self, w: PoolWorker) -> float:
-        return self._switch
+    def run(self) -> Task:
+        """Capriccio's scheduler and the threads' body, in one loop.
 
-    def run_worker(self, th: _Thread) -> Task:  # type: ignore[override]
-        """Run ``th`` until it blocks (or, for a Knot-A connection thread, exits).  Knot's own
-        body: a thread waits for the listening socket through Capriccio before it accepts,
-        and every I/O call goes through Capriccio's wrapper."""
+        The next runnable thread runs (a context switch) until it blocks: on the
+        listening socket, in ``read()`` on a connection, or (Knot-A) until its
+        connection is done.  With no thread to run, the scheduler polls the kernel over
+        every descriptor a thread waits on (:meth:`_polled`); with nothing to wait for,
+        the process sleeps.  A thread waits for the listening socket through Capriccio
+        before it accepts, and every I/O call goes through Capriccio's wrapper.
+
+        (This is :class:`WorkerPool`'s scheduler with its ``idle`` and ``run_worker``
+        hooks written in place: one generator is resumed per CPU burst, where the
+        hooks' delegation resumed two and made a generator per scheduled thread.)
+        """
         client = self.client
         listen = self.listen
+        runq = self.runq
         io = self._io  # Capriccio's wrapper, per I/O call
         max_open = self.max_open
+        request_s = self._request + 2 * io
+        per_byte = self._per_byte
+        # the bursts whose cost never changes, made once (typed object: the compiled build
+        # then yields this one tuple, where it would build a new one per yield)
+        switch_burst: object = (SCHEDULE, self._switch)
+        listen_poll_burst: object = (ACCEPT, self._listen_poll + io)
+        accept_burst: object = (ACCEPT, self._accept + io)
+        accept_empty_burst: object = (ACCEPT, self._accept_empty + io)
+        create_burst: object = (SCHEDULE, self._thread_create)
+        close_burst: object = (WORK, self._close + io)
+        # a request's burst, made again only when the reply's size changes
+        reply_bytes: Any = None
+        request_burst: object = None
         while True:
-            conn = th.take()
-            if conn is None:
-                if not th.acceptor:  # Knot-A: the connection's thread is done
-                    self._idle_thread()
-                    self.threads -= 1
-                    return
-                # accept phase: wait for the listening socket (at once if a poll has just
-                # reported it), then accept up to accept-limit connections without blocking
-                if th.listen_ready:
-                    th.listen_ready = False
-                else:
-                    yield ACCEPT, self._listen_poll + io
-                    if not self._listen_ready():
-                        self.listen_blocks += 1
-                        self.accept_waiters.append(th)  # block on the listening socket
-                        return
-                    self.listen_waits += 1
-                limit: float = self._static_limit or self.policy.accept_limit(self)
-                accepted = 0
-                while accepted < limit and self.open < max_open:
-                    new = listen.accept()
-                    if new is None:
-                        yield ACCEPT, self._accept_empty + io
-                        self.failed_accepts += 1
+            th = self.next_worker()
+            if th is None:
+                if not self._pollable():
+                    yield BLOCK
+                    continue
+                poll = self._poll_base + self._poll_per_conn * float(self.open)
+                yield SCHEDULE, poll
+                self._polled(poll)
+                continue
+            yield switch_burst
+            self.switches += 1
+            while True:  # th runs until it blocks
+                conn = th.take()
+                if conn is None:
+                    if not th.acceptor:  # Knot-A: the connection's thread is done
+                        self._idle_thread()
+                        self.threads -= 1
                         break
-                    yield ACCEPT, self._accept + io
-                    accepted += 1
-                    self.hold(new)
-                    if self.per_connection_threads:
-                        yield SCHEDULE, self._thread_create
-                        worker = self._new_thread(acceptor=False)
-                        worker.conn = new
-                        self._busy_thread()
-                        self.runq.append(worker)
+                    # accept phase: wait for the listening socket (at once if a poll has
+                    # just reported it), then accept up to accept-limit connections
+                    # without blocking
+                    if th.listen_ready:
+                        th.listen_ready = False
                     else:
-                        th.add(new)
-                if accepted:
-                    self.accept_phases += 1
-                    self.accepts += accepted
-                if self.per_connection_threads and accepted:
-                    self.runq.append(th)  # yield to the new threads, then accept again
-                    return
-                if not th.batch:  # none (skipped, or others took them): block on the socket
-                    self.accept_waiters.append(th)
-                    return
-                self._busy_thread()
-                continue
-            # serve the connection to completion
-            if conn.pending:
-                client.check_client_gone(conn)
-                conn.pending -= 1
-                yield WORK, self._request + 2 * io + self._per_byte * float(conn.reply_bytes)
-                self.requests += 1
-                client.reply(conn)
-                continue
-            if conn.eof:
-                yield WORK, self._close + io
-                self.release(conn)
-                th.conn = None
-                if not th.batch and th.acceptor:
-                    self._idle_thread()
-                continue
-            conn.server = th  # block until the descriptor is readable
-            self.conn_blocks += 1
-            return
+                        yield listen_poll_burst
+                        if not self._listen_ready():
+                            self.listen_blocks += 1
+                            self.accept_waiters.append(th)  # block on the listening socket
+                            break
+                        self.listen_waits += 1
+                    limit: float = self._static_limit or self.policy.accept_limit(self)
+                    accepted = 0
+                    while accepted < limit and self.open < max_open:
+                        new = listen.accept()
+                        if new is None:
+                            yield accept_empty_burst
+                            self.failed_accepts += 1
+                            break
+                        yield accept_burst
+                        accepted += 1
+                        self.hold(new)
+                        if self.per_connection_threads:
+                            yield create_burst
+                            worker = self._new_thread(acceptor=False)
+                            worker.conn = new
+                            self._busy_thread()
+                            runq.append(worker)
+                        else:
+                            th.add(new)
+                    if accepted:
+                        self.accept_phases += 1
+                        self.accepts += accepted
+                    if self.per_connection_threads and accepted:
+                        runq.append(th)  # yield to the new threads, then accept again
+                        break
+                    if not th.batch:  # none (skipped, or others took them): block on it
+                        self.accept_waiters.append(th)
+                        break
+                    self._busy_thread()
+                    continue
+                # serve the connection to completion
+                if conn.pending:
+                    client.check_client_gone(conn)
+                    conn.pending -= 1
+                    if conn.reply_bytes != reply_bytes:
+                        reply_bytes = conn.reply_bytes
+                        request_burst = (WORK, request_s + per_byte * float(reply_bytes))
+                    yield request_burst
+                    self.requests += 1
+                    client.reply(conn)
+                    continue
+                if conn.eof:
+                    yield close_burst
+                    self.release(conn)
+                    th.conn = None
+                    if not th.batch and th.acceptor:
+                        self._idle_thread()
+                    continue
+                conn.server = th  # block until the descriptor is readable
+                self.conn_blocks += 1
+                break
 
     def _busy_thread(self) -> None:
         """A thread now holds at least one connection."""

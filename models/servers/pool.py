@@ -14,8 +14,9 @@ What Knot, Flash's MP and MT servers and the two-class server share:
   end-of-file) arrives, and close each at end-of-file before going on to the
   next.  A subclass says how a request is served (:meth:`WorkerPool.serve`: a
   disk read, a reply written a buffer at a time) and which listening socket a
-  worker accepts on.  Knot's threads, which wait for the listening socket
-  through Capriccio before they accept, bring a body of their own.
+  worker accepts on.  Knot, whose threads wait for the listening socket through
+  Capriccio before they accept, brings a loop of its own (``Knot.run``: this
+  scheduler with its own poll and body written in place).
 """
 
 from __future__ import annotations
