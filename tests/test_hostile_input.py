@@ -180,13 +180,21 @@ def test_progress_off_a_terminal_runs_in_one_stretch(monkeypatch: pytest.MonkeyP
 
 
 # -- long runs: progress and signals, in a subprocess ---------------------------------------------
+def _sigint_as_at_a_terminal() -> None:
+    """In the child: SIGINT with its default disposition, even where these tests run
+    with it ignored (started by ``nohup`` or ``&`` from a script, as the child would then
+    inherit): the signal tests deliver what a terminal's ^C delivers."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_on_pty(*args: str) -> tuple[subprocess.Popen[bytes], int]:
     """``acceptsim ARGS`` with stderr on a pseudo-terminal of 120 columns."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "acceptsim.cli", *args], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=slave)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=slave,
+                            preexec_fn=_sigint_as_at_a_terminal)  # fmt: skip
     os.close(slave)
     return proc, master
 
@@ -265,7 +273,8 @@ def test_a_signal_stops_a_parallel_sweep_at_once_and_keeps_every_finished_run(
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "acceptsim.cli", "sweep", str(scenario),
                              "--jobs", "2", "--out", str(out), "--quiet"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_as_at_a_terminal)  # fmt: skip
     try:
         deadline = time.monotonic() + 90
         while len(list((out / "parts").glob("*.parquet"))) < 2 and time.monotonic() < deadline:

@@ -44,6 +44,30 @@ if TYPE_CHECKING:
     from acceptsim.sim.engine import Environment
 
 
+class RequestBurst:
+    """A request's CPU burst, ``(category, request_s + per_byte * reply bytes)``, kept
+    while the reply's size repeats (one-packet: always) and made again when it changes.
+
+    A server loop yields ``bursts.of(conn.reply_bytes)``: the compiled build then
+    yields one tuple where it would build a new one per request.  The size is kept as
+    the workload gives it (typed ``Any``: any number) and multiplied as a float.
+    """
+
+    def __init__(self, category: str, request_s: float, per_byte: float) -> None:
+        self.category = category
+        self.request_s = request_s
+        self.per_byte = per_byte
+        self.reply_bytes: Any = None
+        self.burst: object = None
+
+    def of(self, reply_bytes: Any) -> object:
+        """The burst of a request whose reply has ``reply_bytes`` bytes."""
+        if reply_bytes != self.reply_bytes:
+            self.reply_bytes = reply_bytes
+            self.burst = (self.category, self.request_s + self.per_byte * float(reply_bytes))
+        return self.burst
+
+
 class ServerHost:
     """What a server runs on: the run's environment, the host's CPU and costs, the
     listening socket, and the client machines that connect to it."""

@@ -78,7 +78,7 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import ServerHost
+from acceptsim.models.servers.base import RequestBurst, ServerHost
 from acceptsim.models.servers.pool import SCHEDULE, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, Task
@@ -256,8 +256,6 @@ class Knot(WorkerPool):
         runq = self.runq
         io = self._io  # Capriccio's wrapper, per I/O call
         max_open = self.max_open
-        request_s = self._request + 2 * io
-        per_byte = self._per_byte
         # the bursts whose cost never changes, made once (typed object: the compiled build
         # then yields this one tuple, where it would build a new one per yield)
         switch_burst: object = (SCHEDULE, self._switch)
@@ -267,8 +265,7 @@ class Knot(WorkerPool):
         create_burst: object = (SCHEDULE, self._thread_create)
         close_burst: object = (WORK, self._close + io)
         # a request's burst, made again only when the reply's size changes
-        reply_bytes: Any = None
-        request_burst: object = None
+        request_bursts = RequestBurst(WORK, self._request + 2 * io, self._per_byte)
         while True:
             th = self.next_worker()
             if th is None:
@@ -334,10 +331,7 @@ class Knot(WorkerPool):
                 if conn.pending:
                     client.check_client_gone(conn)
                     conn.pending -= 1
-                    if conn.reply_bytes != reply_bytes:
-                        reply_bytes = conn.reply_bytes
-                        request_burst = (WORK, request_s + per_byte * float(reply_bytes))
-                    yield request_burst
+                    yield request_bursts.of(conn.reply_bytes)
                     self.requests += 1
                     client.reply(conn)
                     continue

@@ -35,7 +35,7 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import ACCEPT, Server, ServerHost
+from acceptsim.models.servers.base import ACCEPT, RequestBurst, Server, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import Params, param
@@ -154,8 +154,6 @@ class Userver(Server):
         select_base = costs.select_base_s
         select_per_fd = costs.select_per_fd_s
         accept_empty = costs.accept_empty_s
-        request_s = costs.request_s
-        per_byte = costs.send_per_byte_s
         close_s = costs.close_s
         # a static policy's accept_limit() and a work_budget() that never bounds, without
         # the calls (the same values)
@@ -165,10 +163,8 @@ class Userver(Server):
         # build then yields this one tuple, where it would build a new one per yield)
         accept_burst: object = (ACCEPT, accept_cost)
         close_burst: object = (WORK, close_s)
-        # a request's burst, made again only when the reply's size changes (one-packet:
-        # never)
-        reply_bytes: Any = None  # (any number a workload gives: typed Any, never checked)
-        request_burst: object = None
+        # a request's burst, made again only when the reply's size changes
+        request_bursts = RequestBurst(WORK, costs.request_s, costs.send_per_byte_s)
         while True:
             # 1. getevents
             if plain_select:
@@ -223,12 +219,7 @@ class Userver(Server):
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
-                        if conn.reply_bytes != reply_bytes:
-                            reply_bytes = conn.reply_bytes
-                            # (float(): the same product, which the compiled build computes
-                            # natively)
-                            request_burst = (WORK, request_s + per_byte * float(reply_bytes))
-                        yield request_burst
+                        yield request_bursts.of(conn.reply_bytes)
                         client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
