@@ -47,6 +47,7 @@ import simpy
 from mypy_extensions import i64
 from simpy.core import EmptySchedule, Infinity, StopSimulation
 
+from acceptsim.sim import interrupts
 from acceptsim.sim.cpu import BLOCK, INF, Account
 
 if TYPE_CHECKING:
@@ -483,6 +484,8 @@ class Environment(simpy.Environment):
         last_category: str | None = None
         account = Account()
         block = BLOCK
+        # events left before the next window for signals (sim.interrupts)
+        countdown: i64 = interrupts.EVENTS_PER_WINDOW
         # declared types (the compiled build keeps these unboxed; no cost in Python)
         t: float
         cost: float
@@ -529,6 +532,10 @@ class Environment(simpy.Environment):
                 clock.now = at
                 return None
             clock.now = t
+            countdown -= 1
+            if countdown == 0:
+                countdown = interrupts.EVENTS_PER_WINDOW
+                interrupts.window()
             fire(clock, entry)
 
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptsim.models.client import _Uniforms
-from acceptsim.sim import BLOCK, Cpu, Environment
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.sim import BLOCK, Cpu, Environment, interrupts
 from acceptsim.sim.engine import SIFTED_HEAP, DelayLine, Entry
 from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
@@ -314,3 +315,21 @@ def test_the_clients_uniform_draws_are_the_values_of_the_streams_block_sampler()
     native = _Uniforms(Streams(7), "client_loop")
     sampler = Streams(7).sampler("client_loop", lambda g, k: g.random(k))
     assert [native.draw() for _ in range(n)] == [sampler() for _ in range(n)]
+
+
+def test_the_event_loop_opens_a_window_for_signals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled, the loop may run no interpreted code of its own: it calls
+    sim.interrupts.window every EVENTS_PER_WINDOW events, where a pending signal's
+    handler runs and what it raises leaves the run."""
+    calls = []
+
+    def window() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(interrupts, "window", window)
+    config = RunConfig.from_dict({"rate_per_s": 20000.0, "duration_s": 30.0, "warmup_s": 0.0})
+    with pytest.raises(KeyboardInterrupt):
+        simulate(config)
+    assert len(calls) == 3
