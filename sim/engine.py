@@ -116,9 +116,10 @@ class Entry:
 
 # The event heap's operations: heapq's algorithm (a binary heap; the same functions
 # as heapq.heappush, heappop and heapreplace) on Entry objects.  Compiled, these
-# compare two entries natively (``a.__lt__(b)``, spelled out: the build turns
-# ``a < b`` into Python's rich comparison), where heapq calls each comparison
-# through Python (three times the instructions).  From source, heapq's own
+# compare two entries natively: their instants as native floats, and only on a tie
+# ``a.__lt__(b)`` (spelled out: the build turns ``a < b`` into Python's rich
+# comparison), where heapq calls each comparison through Python (three times the
+# instructions).  From source, heapq's own
 # functions are used instead (below).  Every entry's key is unique (its sequence
 # number), so any correct heap pops the same entries in the same order.
 
