@@ -457,7 +457,7 @@ class Host:
         start = self._start
         window = config.duration_s - config.warmup_s
         client = self.client
-        server = differences(end["server"], start["server"])
+        server = end["server"].since(start["server"])
         drops = differences(end["drops"], start["drops"])
         drops["total"] = sum(drops.values())
         cookies = end["cookies_sent"] - start["cookies_sent"]
@@ -491,15 +491,15 @@ class Host:
             "idle_connections": config.idle_connections,
             "reply_rate_per_s": client.replies / window,
             "connection_rate_per_s": client.attempted / window,
-            "accept_rate_per_s": server["accepts"] / window,
-            "accept_phases_per_s": server["accept_phases"] / window,
-            "accepts_per_phase": ratio(server["accepts"], server["accept_phases"]),
-            "accept_phases_skipped": bound.skips,
+            "accept_rate_per_s": server.accepts / window,
+            "accept_phases_per_s": server.accept_phases / window,
+            "accepts_per_phase": ratio(server.accepts, server.accept_phases),
+            "accept_phases_skipped": server.accept_skips,
             "drops_per_s": {k: v / window for k, v in drops.items()},
-            "select_calls_per_s": server["select_calls"] / window if has_select else None,
-            "conns_per_work_phase": ratio(server["conns_worked"], server["work_phases"]),
+            "select_calls_per_s": server.select_calls / window if has_select else None,
+            "conns_per_work_phase": ratio(server.conns_worked, server.work_phases),
             "response_time_ms": summary_ms(client.response_times),
-            "open_connections_mean": server["open_area"] / window,
+            "open_connections_mean": server.open_area / window,
             "client_timeouts_per_s": client.timeouts / window,
             "wasted_replies_per_s": client.wasted_replies / window,
             # httperf's event-loop reaction delay (0 when the testbed's client loop is off)
@@ -548,8 +548,8 @@ class Host:
                 "throttled_periods": cfs["throttled_periods"],
                 "throttled_share": cfs["throttled_s"] / window,
             }
-        if "busy_area" in server:
-            result["threads_busy_mean"] = server["busy_area"] / window
+        if "busy_area" in server.own:
+            result["threads_busy_mean"] = server.own["busy_area"] / window
         result.update(self.server.result_extras(server, window))  # a server's own measures
         return result
 

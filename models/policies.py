@@ -803,7 +803,7 @@ class BoundPolicy:
     """
 
     __slots__ = (
-        "policy", "name", "view", "last_limit", "last_budget_s", "_budget", "skips", "bounds_work"
+        "policy", "name", "view", "last_limit", "last_budget_s", "_budget", "bounds_work"
     )
 
     #: the accept-limit of every phase if it never changes, else 0 (a server may
@@ -823,7 +823,6 @@ class BoundPolicy:
             self._budget = None  # Policy's default: no bound, nothing to ask or check
         #: False: :meth:`work_budget` is always inf (a server may skip asking)
         self.bounds_work = self._budget is not None
-        self.skips = 0  # skipped accept phases
         start = getattr(policy, "start", None)
         if start is not None:
             try:
@@ -844,8 +843,6 @@ class BoundPolicy:
         elif value < 0:
             raise PolicyError(self.name, "accept_limit", f"returned {value!r}; {_LIMIT_RULE}")
         self.last_limit = value
-        if value == 0:
-            self.skips += 1
         return value
 
     def _check_limit(self, value: Any) -> float:

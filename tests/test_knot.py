@@ -67,7 +67,7 @@ def test_accept_cpu_is_the_sum_of_its_calls():
     io = c.knot_io_s
     expected = (
         knot.accepts * (c.accept_s + io)
-        + knot.failed_accepts * (c.accept_empty_s + io)
+        + knot.acceptor.failed * (c.accept_empty_s + io)
         + (knot.listen_waits + knot.listen_blocks) * (c.knot_listen_poll_s + io)
     )
     used = host.cpu.usage()["accept"]

@@ -1,29 +1,31 @@
-"""What every server model shares: its wiring to the host, and the counters a run reads.
+"""What every server model shares: its wiring to the host, its accept phase, and the
+counters a run reads.
 
 A server is built on a :class:`ServerHost` (environment, CPU, listen socket,
 clients, costs) with its own parameters and its accept policy, sets up its
 own state, then calls :meth:`Server.start`, which binds the policy to it
-(:func:`models.policies.bind`), registers it as the listen socket's
-application and starts :meth:`run` as the CPU's task.  The contract a
-subclass fulfils:
+(:func:`acceptsim.models.policies.bind`), makes its :class:`AcceptPhase`,
+registers it as the listen socket's application and starts :meth:`Server.run`
+as the CPU's task.  The contract a subclass fulfils:
 
-* ``run()``: a generator, the server's loop (see :mod:`sim.cpu`);
+* ``run()``: a generator, the server's loop (see :mod:`acceptsim.sim.cpu`), which
+  runs every accept phase through ``self.acceptor`` (an :class:`AcceptPhase`);
 * ``readable(conn)``: data or end-of-file arrived on a connection it holds;
-* ``counters()``: cumulative counters (``accept_phases``, ``accepts``,
-  ``select_calls``, ``work_phases``, ``conns_worked``, ``open_area``), of
-  which the run takes differences over its window;
 * ``work_queue_len``: the work waiting for it, for an accept policy's view;
-* optionally ``result_extras(diff, window)``: measures of its own for the record.
+* its own counts of getevents calls, work phases and connections worked
+  (``select_calls``, ``work_phases``, ``conns_worked``), which :meth:`Server.counters`
+  puts in the run's :class:`ServerCounters`; optionally ``own_counters()`` (counters
+  of its own) and ``result_extras(diff, window)`` (measures of its own for the record).
 
-``open``, ``accept_phases`` and ``accepts`` are kept here, since the run
-and the policies read them from every server alike; so is the one account
-of open connections over time (:meth:`Server.hold`, :meth:`Server.release`,
-:meth:`Server.open_area`), which every server keeps through those methods.
+What no server writes again is kept here: the accept phase (:class:`AcceptPhase`:
+the limit asked, connections taken and held, the failed accept charged, phases and
+accepts counted), and the one account of open connections over time
+(:meth:`Server.hold`, :meth:`Server.release`, :meth:`Server.open_area`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -82,6 +84,151 @@ class ServerHost:
         self.costs = costs
 
 
+class AcceptPhase:
+    """A server's accept phases: the one place where accept-limits are asked, connections
+    taken off an accept queue and held, failed accepts charged, and phases counted.
+
+    Every server loop runs its accept phase through these plain methods (no generator:
+    the CPU bursts stay the server's own ``yield``)::
+
+        if acc.begin(listen):            # the phase's limit (0: the policy skipped it)
+            while acc.take():            # a connection (acc.conn), or a charged failed accept
+                yield acc.burst          # the CPU of that accept() call
+                conn = acc.took()        # the connection, now held; None: the phase is over
+                if conn is None:
+                    break
+                ...                      # the server's own: queue it, hand it to a thread
+            acc.end()                    # count the phase, if it accepted any
+
+    A phase ends when it has accepted its limit, when the server holds its
+    ``max_open`` connections, or when an accept() finds the queue empty.  A failed
+    accept() is charged (``failed_burst``) unless the server declares
+    :attr:`Server.failed_accept_charged` false (TUX, in the kernel, looks at the queue
+    itself); either way it is counted (:attr:`failed`).  A server that builds its own
+    burst per connection (TUX's cache term) yields it instead of :attr:`burst`, with
+    the connection :meth:`take` popped in :attr:`conn`.
+
+    Counters are cumulative: :attr:`phases` (a phase that accepted at least one
+    connection), :attr:`accepts`, :attr:`failed` and :attr:`skips` (phases the policy
+    skipped with a limit of 0); :attr:`skipped` says whether the last one was skipped.
+    """
+
+    def __init__(self, server: Server, accept_burst: object, failed_burst: object) -> None:
+        self.server = server
+        #: the policy bound to the server, and its limit if it never changes (else 0)
+        self.policy: Any = server.policy
+        self.static_limit: float = server.policy.static_limit
+        #: the CPU burst of an accept() that returns a connection, and of one that fails
+        #: (None: a failed accept costs nothing)
+        self.accept_burst = accept_burst
+        self.failed_burst = failed_burst
+        #: what the last :meth:`take` asks the server to yield
+        self.burst: object = accept_burst
+        #: the connection the last :meth:`take` popped (None after a failed accept)
+        self.conn: Connection | None = None
+        self.listen: ListenSocket = server.listen
+        self.limit = 0.0
+        self.accepted = 0
+        # counters (cumulative)
+        self.phases = 0
+        self.accepts = 0
+        self.failed = 0
+        self.skips = 0
+        self.skipped = False
+
+    def ready(self, listen: ListenSocket) -> bool:
+        """Would the server see ``listen`` readable: connections queued, and room to hold
+        one more?"""
+        server = self.server
+        return bool(listen.accept_queue) and server.open < server.max_open
+
+    def begin(self, listen: ListenSocket) -> float:
+        """Start an accept phase on ``listen``: its accept-limit (the static one, or the
+        bound policy's answer); 0 means the policy skips the phase (counted in
+        :attr:`skips`, and not a phase)."""
+        limit: float = self.static_limit or self.policy.accept_limit(self.server)
+        self.skipped = not limit
+        if not limit:
+            self.skips += 1
+        self.listen = listen
+        self.limit = limit
+        self.accepted = 0
+        return limit
+
+    def take(self) -> bool:
+        """The next accept() of the phase, if it has one: True with :attr:`burst` to
+        yield, and :attr:`conn` the connection popped (None if the queue was empty and the
+        failed call is charged); False when the phase is over."""
+        server = self.server
+        if self.accepted >= self.limit or server.open >= server.max_open:
+            return False
+        conn = self.listen.accept()
+        self.conn = conn
+        if conn is None:
+            self.failed += 1
+            if self.failed_burst is None:
+                return False
+            self.burst = self.failed_burst
+            return True
+        self.burst = self.accept_burst
+        return True
+
+    def took(self) -> Connection | None:
+        """The accept() call of :meth:`take` has returned: the server holds its
+        connection (:meth:`Server.hold`), which is returned; None after a failed call."""
+        conn = self.conn
+        if conn is not None:
+            self.accepted += 1
+            self.server.hold(conn)
+        return conn
+
+    def end(self) -> int:
+        """End the phase: count it if it accepted any connection.  Returns how many."""
+        accepted = self.accepted
+        if accepted:
+            self.phases += 1
+            self.accepts += accepted
+        return accepted
+
+
+@dataclass(frozen=True)
+class ServerCounters:
+    """A server's cumulative counters at one instant; the run takes the difference of two
+    (:meth:`since`) over its measurement window.
+
+    ``accept_phases``, ``accepts``, ``failed_accepts`` and ``accept_skips`` come from the
+    server's :class:`AcceptPhase`; ``select_calls``, ``work_phases`` and
+    ``conns_worked`` from the server's loop (what each counts is the server's: TUX's
+    work items, Knot's scheduler polls); ``open_area`` is the integral of open
+    connections over time (connection-seconds); ``own`` holds counters of the server's
+    own (:meth:`Server.own_counters`), which its ``result_extras`` reads.
+    """
+
+    select_calls: float
+    accept_phases: float
+    accepts: float
+    failed_accepts: float
+    accept_skips: float
+    work_phases: float
+    conns_worked: float
+    open_area: float
+    own: dict[str, float]
+
+    def since(self, start: ServerCounters) -> ServerCounters:
+        """The counts from ``start`` to these (field by field, ``own`` key by key)."""
+        return ServerCounters(
+            self.select_calls - start.select_calls,
+            self.accept_phases - start.accept_phases,
+            self.accepts - start.accepts,
+            self.failed_accepts - start.failed_accepts,
+            self.accept_skips - start.accept_skips,
+            self.work_phases - start.work_phases,
+            self.conns_worked - start.conns_worked,
+            self.open_area - start.open_area,
+            {k: v - start.own[k] for k, v in self.own.items()},
+        )
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Server:
     """Base of the server models."""
@@ -89,6 +236,11 @@ class Server:
     name = "server"
     #: the server calls select() (or another getevents): its calls are reported
     has_select = False
+    #: an accept() that finds the queue empty costs the server CPU (``accept_empty_s``);
+    #: False for a server that looks at the queue itself (TUX, in the kernel)
+    failed_accept_charged = True
+    #: the server's accept phase (made by :meth:`start`, with the bound policy)
+    acceptor: AcceptPhase
 
     def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
         self.env = host.env
@@ -109,44 +261,72 @@ class Server:
         # integral of open connections over time = _open_sum + open * now
         # (minus each instant a connection was taken, plus each it was closed)
         self._open_sum = 0.0
-        # counters (cumulative)
-        self.accept_phases = 0
-        self.accepts = 0
+        # counters of the server's loop (cumulative; what each counts is the server's)
+        self.select_calls = 0
+        self.work_phases = 0
+        self.conns_worked = 0
 
     def start(self) -> None:
         """Bind the accept policy to this server (its view reads the state the subclass has
-        set up by now), take the listen socket's events and start the loop on the CPU."""
+        set up by now), make its accept phase, take the listen socket's events and start
+        the loop on the CPU."""
         self.policy = policies.bind(self._policy, self)  # type: ignore[arg-type]
+        accept_s, failed_s = self.accept_call_costs()
+        self.acceptor = AcceptPhase(
+            self, (ACCEPT, accept_s), (ACCEPT, failed_s) if self.failed_accept_charged else None
+        )
         self.listen.app = self  # type: ignore[assignment]
         self.cpu.start(self.run())
 
     def run(self) -> Task:
         raise NotImplementedError
 
-    def accept_batch(
-        self, listen: ListenSocket, taken: Callable[[Connection], Any], limit: float
-    ) -> Generator[Any, None, int]:
-        """One accept phase: accept() from ``listen`` up to ``limit`` (the policy's
-        accept-limit for this phase, asked by the caller: a required argument, since
-        with a default value the compiled pool's calls never saw the policy's limit).
+    # -- the accept phase -------------------------------------------------------------
+    @property
+    def accepts(self) -> int:
+        """Connections accepted so far (cumulative)."""
+        return self.acceptor.accepts
 
-        Each call is a burst (``accept_s``); one that finds the queue empty costs
-        ``accept_empty_s`` and ends the phase.  Each connection is held, then handed
-        to ``taken``.  Returns how many were accepted; the caller counts the phase.
-        """
+    @property
+    def accept_phases(self) -> int:
+        """Accept phases so far (cumulative; a phase accepted at least one connection)."""
+        return self.acceptor.phases
+
+    def opened(self) -> float:
+        """Extra CPU per accepted connection beyond ``accept()`` (none by default; nginx
+        registers it with ``epoll_ctl``).  A constant of the server: asked once."""
+        return 0.0
+
+    def accept_call_costs(self) -> tuple[float, float]:
+        """The CPU of one ``accept()`` that returns a connection (with :meth:`opened`),
+        and of one that finds the queue empty; asked once, by :meth:`start`."""
         costs = self.costs
-        max_open = self.max_open
-        accepted = 0
-        while accepted < limit and self.open < max_open:
-            conn = listen.accept()
-            if conn is None:
-                yield ACCEPT, costs.accept_empty_s
-                break
-            yield ACCEPT, costs.accept_s
-            accepted += 1
-            self.hold(conn)
-            taken(conn)
-        return accepted
+        return costs.accept_s + self.opened(), costs.accept_empty_s
+
+    def listen_ready(self) -> bool:
+        """Would the server see its listening socket readable (connections queued, and
+        room to hold one more)?"""
+        return self.acceptor.ready(self.listen)
+
+    # -- the record -------------------------------------------------------------------
+    def counters(self) -> ServerCounters:
+        """Cumulative counters; the run takes differences over its window."""
+        return self.record(self.select_calls, self.work_phases, self.conns_worked)
+
+    def record(
+        self, select_calls: float, work_phases: float, conns_worked: float
+    ) -> ServerCounters:
+        """The counters with the loop's three counts as the server defines them."""
+        acc = self.acceptor
+        return ServerCounters(
+            select_calls, acc.phases, acc.accepts, acc.failed, acc.skips,
+            work_phases, conns_worked, self.open_area(), self.own_counters(),
+        )  # fmt: skip
+
+    def own_counters(self) -> dict[str, float]:
+        """Cumulative counters of the server's own, for its :meth:`result_extras` (none
+        here)."""
+        return {}
 
     def hold(self, conn: Connection) -> None:
         """The server now holds ``conn`` (it accepted it)."""
@@ -164,7 +344,7 @@ class Server:
         self._open_sum += self.clock.now
         conn.state = CLOSED
 
-    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """The server's own measures over the run's window, added to the result record
         under its own keys (``diff``: the differences of :meth:`counters`; none here)."""
         return {}

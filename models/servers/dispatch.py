@@ -1,6 +1,6 @@
 """Event-dispatch mechanisms for the event-driven server (Chandra and Mosberger, USENIX 2001).
 
-Each server here is the userver (:mod:`models.servers.userver`: getevents,
+Each server here is the userver (:mod:`acceptsim.models.servers.userver`: getevents,
 accept, work) with another way of learning which descriptors are ready; only
 the getevents phase differs.  Chandra and Mosberger compared them on Linux
 2.4 with a few hundred or thousands of *idle* persistent connections held
@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acceptsim.models.connection import ACCEPTED, Connection
-from acceptsim.models.servers.base import ServerHost
+from acceptsim.models.servers.base import ServerCounters, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
 from acceptsim.sim.cpu import BLOCK
@@ -191,8 +191,9 @@ class SelectServer(_Idle, Userver):
         self.dispatch_events += len(ready) + (1 if self.listen_ready() else 0)
         return ready
 
-    def counters(self) -> dict[str, float]:
-        out = super().counters()
+    def own_counters(self) -> dict[str, float]:
+        """Calls that slept, wait-queue registrations, ready descriptors reported."""
+        out = super().own_counters()
         out.update(
             blocking_calls=self.blocking_calls,
             registered=self.registered,
@@ -200,7 +201,7 @@ class SelectServer(_Idle, Userver):
         )
         return out
 
-    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """Measures of the dispatch mechanism over the run's window.
 
         ``dispatch`` holds the mechanism's name, its calls per second
@@ -210,18 +211,19 @@ class SelectServer(_Idle, Userver):
         overflows and fall-back scans.  ``server_cpu_per_reply_us`` is the
         server's (non-kernel) CPU time per reply.
         """
-        calls = diff["select_calls"]
+        calls = diff.select_calls
+        own = diff.own
         return {
             "dispatch": {
                 "mechanism": self.mechanism,
                 "calls_per_s": calls / window,
-                "events_per_call": diff["dispatch_events"] / calls if calls else None,
-                "blocking_share": diff["blocking_calls"] / calls if calls else None,
+                "events_per_call": own["dispatch_events"] / calls if calls else None,
+                "blocking_share": own["blocking_calls"] / calls if calls else None,
                 **self._extra_dispatch(diff, window),
             }
         }
 
-    def _extra_dispatch(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def _extra_dispatch(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         return {}
 
 
@@ -389,7 +391,7 @@ class RtSignalServer(SelectServer):
             not self.sigq
             and not self.ready
             and not self.overflow
-            and (self.accept_skipped or not self.listen_ready())
+            and (self.acceptor.skipped or not self.listen_ready())
         ):
             self.blocking_calls += 1
             yield BLOCK
@@ -425,8 +427,9 @@ class RtSignalServer(SelectServer):
         ready, self.ready = self.ready, []
         return ready
 
-    def counters(self) -> dict[str, float]:
-        out = super().counters()
+    def own_counters(self) -> dict[str, float]:
+        """Signals queued and lost, queue overflows, fall-back polls."""
+        out = super().own_counters()
         out.update(
             signals_queued=self.signals_queued,
             signals_lost=self.signals_lost,
@@ -435,11 +438,12 @@ class RtSignalServer(SelectServer):
         )
         return out
 
-    def _extra_dispatch(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def _extra_dispatch(self, diff: ServerCounters, window: float) -> dict[str, Any]:
+        own = diff.own
         return {
-            "signals_queued_per_s": diff["signals_queued"] / window,
-            "signals_lost_per_s": diff["signals_lost"] / window,
-            "overflows_per_s": diff["overflows"] / window,
+            "signals_queued_per_s": own["signals_queued"] / window,
+            "signals_lost_per_s": own["signals_lost"] / window,
+            "overflows_per_s": own["overflows"] / window,
         }
 
 
@@ -451,7 +455,7 @@ class SignalPerFdServer(RtSignalServer):
     coalesce = True
 
 
-#: ``--server`` names of the mechanisms, for ``models.experiment.SERVERS``
+#: ``--server`` names of the mechanisms, for ``acceptsim.models.experiment.SERVERS``
 SPECS = tuple(
     ServerSpec(cls.name, cls, DispatchParams, CATEGORIES, summary_of(cls), idle_connections=True)
     for cls in (

@@ -1,8 +1,8 @@
 """Flash's four server architectures (Pai, Druschel and Zwaenepoel, USENIX 1999).
 
 Every architecture serves files from a memory cache of ``cache_bytes``
-(:class:`models.filecache.FileCache`, LRU); a request for a file not in
-memory needs a read from the disk (:class:`models.filecache.Disk`, a
+(:class:`acceptsim.models.filecache.FileCache`, LRU); a request for a file not in
+memory needs a read from the disk (:class:`acceptsim.models.filecache.Disk`, a
 resource apart from the CPU).  They differ in what waits while the disk
 reads.  Requests carry their file when the workload names one
 (``fileset``); other workloads' files are always in memory.
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.filecache import DiskParams, Storage
-from acceptsim.models.servers.base import ServerHost
+from acceptsim.models.servers.base import ServerCounters, ServerHost
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
@@ -160,26 +160,31 @@ class _FileServing:
         """The file the current request names (None: a workload without files, in memory)."""
         return getattr(conn.reply_bytes, "file", None)
 
-    def flash_counters(self) -> dict[str, float]:
-        return {
+    def own_counters(self) -> dict[str, float]:
+        """The cache's hits and misses, reads joined to one under way, the disk's reads
+        and busy time."""
+        out = super().own_counters()  # type: ignore[misc]
+        out.update({
             "cache_hits": self.cache.hits,
             "cache_misses": self.cache.misses,
             "reads_joined": self.storage.joined,
             "disk_reads": self.disk.reads,
             "disk_busy_time": self.disk.busy_time,
-        }
+        })
+        return out
 
-    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """``files``: the cache's hit ratio and size, the disk's reads/s and busy share."""
-        lookups = diff["cache_hits"] + diff["cache_misses"]
+        own = diff.own
+        lookups = own["cache_hits"] + own["cache_misses"]
         workload = self.client.workload
         return {
             "files": {
                 "dataset_mb": round(getattr(workload, "dataset_bytes", 0) / 1e6, 1),
                 "cache_mb": self.cache.capacity_bytes / 1e6,
-                "hit_ratio": diff["cache_hits"] / lookups if lookups else None,
-                "disk_reads_per_s": diff["disk_reads"] / window,
-                "disk_busy_share": diff["disk_busy_time"] / window,
+                "hit_ratio": own["cache_hits"] / lookups if lookups else None,
+                "disk_reads_per_s": own["disk_reads"] / window,
+                "disk_busy_share": own["disk_busy_time"] / window,
             }
         }
 
@@ -219,21 +224,20 @@ class Sped(_FileServing, Userver):
                 self._batch = []
 
     def accept_phase(self):  # type: ignore[no-untyped-def]
-        """Accept up to the policy's accept-limit (0 skips the phase: not counted)."""
+        """Accept up to the policy's accept-limit (0 skips the phase: not counted), if
+        select reported the listening socket."""
+        acc = self.acceptor
         listen = self.listen
-        if not (listen.accept_queue and self.open < self.max_open):
+        if not (acc.ready(listen) and acc.begin(listen)):
             return
-        limit = self.policy.accept_limit(self)
-        self.accept_skipped = not limit
-        if not limit:
-            return
-        accepted = yield from self.accept_batch(listen, self._readable_if_waiting, limit)
-        self.accept_phases += 1
-        self.accepts += accepted
-
-    def _readable_if_waiting(self, conn: Connection) -> None:
-        if conn.pending or conn.eof:  # its request (or FIN) came before the accept
-            self.readable(conn)
+        while acc.take():
+            yield acc.burst
+            conn = acc.took()
+            if conn is None:
+                break
+            if conn.pending or conn.eof:  # its request (or FIN) came before the accept
+                self.readable(conn)
+        acc.end()
 
     def handle(self, conn: Connection):  # type: ignore[no-untyped-def]
         """Serve the next request of ``conn``, or close it after end-of-file."""
@@ -277,10 +281,6 @@ class Sped(_FileServing, Userver):
         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
         self.client.reply(conn)
 
-    def counters(self) -> dict[str, float]:
-        out = super().counters()
-        out.update(self.flash_counters())
-        return out
 
 
 #: ``conn.server`` of a connection whose file a helper is reading
@@ -403,9 +403,7 @@ class MultiProcess(_FileServing, WorkerPool):
     def next_worker(self) -> _Worker | None:
         if self.runq:
             return self.runq.popleft()
-        if self.accept_waiters and self.listen.accept_queue and (
-            self.open < self.max_open
-        ):
+        if self.accept_waiters and self.listen_ready():
             return self.accept_waiters.popleft()
         return None
 
@@ -440,10 +438,6 @@ class MultiProcess(_FileServing, WorkerPool):
         self.client.reply(conn)
         return NEXT
 
-    def counters(self) -> dict[str, float]:
-        out = super().counters()
-        out.update(self.flash_counters())
-        return out
 
 
 class MultiThreaded(MultiProcess):
@@ -456,7 +450,7 @@ class MultiThreaded(MultiProcess):
         return params.workers * params.thread_bytes
 
 
-#: ``--server`` names, for ``models.experiment.SERVERS``
+#: ``--server`` names, for ``acceptsim.models.experiment.SERVERS``
 #: the property tests use a 50 MB cache, so that short runs miss and reach the disk
 _SMALL_CACHE = {"cache_bytes": 50e6}
 SPECS = (

@@ -53,7 +53,7 @@ limit, i.e. inf), spawns a new thread for each
 (``knot_thread_create_s``), then yields to them; a new thread serves its
 connection and exits.
 
-Policy hooks (:mod:`models.policies`): a thread asks the policy for its
+Policy hooks (:mod:`acceptsim.models.policies`): a thread asks the policy for its
 accept-limit each time it has no connection left; 0 (or an empty queue) is
 not an accept phase, and the thread blocks on the listening socket until a
 poll wakes it.  A work phase is the run of runnable threads between two
@@ -78,8 +78,8 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import RequestBurst, ServerHost
-from acceptsim.models.servers.pool import SCHEDULE, PoolWorker, WorkerPool
+from acceptsim.models.servers.base import RequestBurst, Server, ServerCounters, ServerHost
+from acceptsim.models.servers.pool import SCHEDULE, PoolWorker
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, Task
 from acceptsim.sim.params import Params, param
@@ -123,7 +123,7 @@ class _Thread(PoolWorker):
         self.listen_ready = False  # woken by a poll that reported the listening socket
 
 
-class Knot(WorkerPool):
+class Knot(Server):
     """Knot-C: a fixed pool of threads, each accepting up to accept-limit connections."""
 
     name = "knot"
@@ -145,21 +145,19 @@ class Knot(WorkerPool):
         self._switch: float = costs.knot_thread_switch_s
         self._io: float = costs.knot_io_s
         self._listen_poll: float = costs.knot_listen_poll_s
-        self._accept: float = costs.accept_s
-        self._accept_empty: float = costs.accept_empty_s
         self._thread_create: float = costs.knot_thread_create_s
         self._request: float = costs.request_s
         self._close: float = costs.close_s
         self._per_byte: float = costs.send_per_byte_s
         # counters (cumulative)
+        self.switches = 0  # user-level context switches
+        self.requests = 0  # requests served
         self.polls = 0
         self.poll_time = 0.0  # CPU seconds spent in the scheduler's polls
         self.listen_waits = 0  # waits for the listening socket that found it readable
-        self._static_limit = 0.0  # the policy's, if static (set by start())
         self._bounded_work = True  # the policy may bound a work phase (set by start())
         self._ends_at = INF  # end of the current work phase (the policy's budget)
         self.listen_blocks = 0  # ... that found it empty: the thread blocked on it
-        self.failed_accepts = 0  # accept() calls that failed with EAGAIN
         self.conn_blocks = 0  # a thread blocked on its connection (waiting for data or EOF)
         # integral of busy threads over time = _busy_sum + busy * now (as Server's open_area)
         self._busy_sum = 0.0
@@ -189,9 +187,6 @@ class Knot(WorkerPool):
                 self.cpu.wake()
 
     # -- the user-level scheduler ---------------------------------------------------------
-    def _listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self.max_open
-
     @property
     def work_queue_len(self) -> int:
         """Runnable threads, and threads whose descriptor is ready for the next poll."""
@@ -199,10 +194,13 @@ class Knot(WorkerPool):
 
     def start(self) -> None:
         super().start()
-        # a static policy's accept_limit() and a work_budget() that never bounds, without
-        # the calls (the same values)
-        self._static_limit = self.policy.static_limit
+        # a work_budget() that never bounds, without the calls (the same value)
         self._bounded_work = self.policy.bounds_work
+
+    def accept_call_costs(self) -> tuple[float, float]:
+        """accept() through Capriccio's I/O wrapper, returning a connection or failing."""
+        costs = self.costs
+        return costs.accept_s + self._io, costs.accept_empty_s + self._io
 
     # -- the scheduler and the threads' body ------------------------------------------
     def next_worker(self) -> _Thread | None:
@@ -213,7 +211,7 @@ class Knot(WorkerPool):
 
     def _pollable(self) -> bool:
         """Does any thread wait for something a poll could report?"""
-        return bool(self.runq or self.io_ready or (self.accept_waiters and self._listen_ready()))
+        return bool(self.runq or self.io_ready or (self.accept_waiters and self.listen_ready()))
 
     def _polled(self, poll: float) -> None:
         """A scheduler poll that cost ``poll`` CPU seconds has returned: the threads whose
@@ -226,7 +224,7 @@ class Knot(WorkerPool):
             th.conn.server = None  # type: ignore[union-attr]
             runq.append(th)
         self.io_ready.clear()
-        if self._listen_ready():
+        if self.listen_ready():
             waiters = self.accept_waiters
             for _ in range(min(self.params.acceptor_wakeups, len(waiters))):
                 th = waiters.popleft()
@@ -247,21 +245,22 @@ class Knot(WorkerPool):
         the process sleeps.  A thread waits for the listening socket through Capriccio
         before it accepts, and every I/O call goes through Capriccio's wrapper.
 
-        (This is :class:`WorkerPool`'s scheduler with its ``idle`` and ``run_worker``
-        hooks written in place: one generator is resumed per CPU burst, where the
-        hooks' delegation resumed two and made a generator per scheduled thread.)
+        (Knot is not a :class:`~acceptsim.models.servers.pool.WorkerPool`: its
+        scheduler polls where a pool's sleeps, and its threads wait for the listening
+        socket before they accept, so it keeps one loop of its own, which resumes one
+        generator per CPU burst where the pool's hooks resumed two and made a generator
+        per scheduled thread.  Its threads are the pool's
+        :class:`~acceptsim.models.servers.pool.PoolWorker`.)
         """
         client = self.client
         listen = self.listen
+        acc = self.acceptor
         runq = self.runq
         io = self._io  # Capriccio's wrapper, per I/O call
-        max_open = self.max_open
         # the bursts whose cost never changes, made once (typed object: the compiled build
         # then yields this one tuple, where it would build a new one per yield)
         switch_burst: object = (SCHEDULE, self._switch)
         listen_poll_burst: object = (ACCEPT, self._listen_poll + io)
-        accept_burst: object = (ACCEPT, self._accept + io)
-        accept_empty_burst: object = (ACCEPT, self._accept_empty + io)
         create_burst: object = (SCHEDULE, self._thread_create)
         close_burst: object = (WORK, self._close + io)
         # a request's burst, made again only when the reply's size changes
@@ -292,22 +291,17 @@ class Knot(WorkerPool):
                         th.listen_ready = False
                     else:
                         yield listen_poll_burst
-                        if not self._listen_ready():
+                        if not acc.ready(listen):
                             self.listen_blocks += 1
                             self.accept_waiters.append(th)  # block on the listening socket
                             break
                         self.listen_waits += 1
-                    limit: float = self._static_limit or self.policy.accept_limit(self)
-                    accepted = 0
-                    while accepted < limit and self.open < max_open:
-                        new = listen.accept()
+                    acc.begin(listen)
+                    while acc.take():
+                        yield acc.burst
+                        new = acc.took()
                         if new is None:
-                            yield accept_empty_burst
-                            self.failed_accepts += 1
                             break
-                        yield accept_burst
-                        accepted += 1
-                        self.hold(new)
                         if self.per_connection_threads:
                             yield create_burst
                             worker = self._new_thread(acceptor=False)
@@ -316,9 +310,7 @@ class Knot(WorkerPool):
                             runq.append(worker)
                         else:
                             th.add(new)
-                    if accepted:
-                        self.accept_phases += 1
-                        self.accepts += accepted
+                    accepted = acc.end()
                     if self.per_connection_threads and accepted:
                         runq.append(th)  # yield to the new threads, then accept again
                         break
@@ -356,39 +348,39 @@ class Knot(WorkerPool):
         self.busy -= 1
         self._busy_sum += self.clock.now
 
-    def counters(self) -> dict[str, float]:
-        """Cumulative counters; the run takes differences over its window."""
-        now = self.clock.now
-        return {
-            "select_calls": self.polls,
-            "accept_phases": self.accept_phases,
-            "accepts": self.accepts,
-            "work_phases": self.polls,
-            "conns_worked": self.requests,
-            "open_area": self.open_area(),
-            "busy_area": self._busy_sum + self.busy * now,
-            "switches": self.switches,
-            "poll_time": self.poll_time,
-            "listen_waits": self.listen_waits,
-            "listen_blocks": self.listen_blocks,
-            "failed_accepts": self.failed_accepts,
-            "conn_blocks": self.conn_blocks,
-        }
+    def counters(self) -> ServerCounters:
+        """Knot's getevents calls and work phases are its scheduler's polls; a
+        connection worked is a request served."""
+        return self.record(self.polls, self.polls, self.requests)
 
-    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def own_counters(self) -> dict[str, float]:
+        """The busy threads' integral over time, and where the scheduling time goes."""
+        out = super().own_counters()
+        out.update(
+            switches=self.switches,
+            busy_area=self._busy_sum + self.busy * self.clock.now,
+            poll_time=self.poll_time,
+            listen_waits=self.listen_waits,
+            listen_blocks=self.listen_blocks,
+            conn_blocks=self.conn_blocks,
+        )
+        return out
+
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """Where Knot's scheduling time goes, per accepted connection (over the window):
         waits for the listening socket (``knot_listen_waits_per_conn``) and how many of them
         blocked, failed accept() calls, blocks on a connection, user-level context switches,
         and the scheduler's polls (per second, and their share of the CPU)."""
-        per = diff["accepts"] or 1
+        per = diff.accepts or 1
+        own = diff.own
         return {
-            "knot_listen_waits_per_conn": (diff["listen_waits"] + diff["listen_blocks"]) / per,
-            "knot_listen_blocks_per_conn": diff["listen_blocks"] / per,
-            "knot_failed_accepts_per_conn": diff["failed_accepts"] / per,
-            "knot_conn_blocks_per_conn": diff["conn_blocks"] / per,
-            "knot_switches_per_conn": diff["switches"] / per,
-            "knot_polls_per_s": diff["select_calls"] / window,
-            "knot_poll_cpu_share": diff["poll_time"] / window,
+            "knot_listen_waits_per_conn": (own["listen_waits"] + own["listen_blocks"]) / per,
+            "knot_listen_blocks_per_conn": own["listen_blocks"] / per,
+            "knot_failed_accepts_per_conn": diff.failed_accepts / per,
+            "knot_conn_blocks_per_conn": own["conn_blocks"] / per,
+            "knot_switches_per_conn": own["switches"] / per,
+            "knot_polls_per_s": diff.select_calls / window,
+            "knot_poll_cpu_share": own["poll_time"] / window,
         }
 
 

@@ -1,7 +1,7 @@
 """nginx with one worker: an epoll event loop, ``multi_accept`` off or on.
 
 The worker's loop has the userver's three phases (see
-:mod:`models.servers.userver`), with ``epoll_wait`` in place of ``select``:
+:mod:`acceptsim.models.servers.userver`), with ``epoll_wait`` in place of ``select``:
 the interest set is registered once per connection (``epoll_ctl`` at
 accept), so a call costs a fixed part plus a part per *ready* event
 returned, not per descriptor held; with nothing ready it sleeps until an

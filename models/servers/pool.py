@@ -1,22 +1,25 @@
-"""A pool of workers (processes, kernel threads or user-level threads) that each accept a
-batch of connections and serve them one after another.
+"""A pool of workers (processes or kernel threads) that each accept a batch of
+connections and serve them one after another.
 
-What Knot, Flash's MP and MT servers and the two-class server share:
+What Flash's MP and MT servers and the two-class server share:
 
 * **the scheduler** (:meth:`WorkerPool.run`): the runnable workers run one at a
   time on the host's CPU, a context switch each (:meth:`WorkerPool.switch_s`);
   which worker runs next is :meth:`WorkerPool.next_worker`, and what the CPU
   does when none may run is :meth:`WorkerPool.idle` (sleep until a worker is
-  made runnable; Knot's Capriccio polls the kernel for I/O instead);
+  made runnable);
 * **the worker body** (:meth:`WorkerPool.run_worker`): accept up to
-  accept-limit connections with a blocking ``accept()``, then serve them one
+  accept-limit connections with a blocking ``accept()`` (the server's accept
+  phase, :class:`~acceptsim.models.servers.base.AcceptPhase`), then serve them one
   after another, blocking in ``read()`` until a connection's request (or
   end-of-file) arrives, and close each at end-of-file before going on to the
   next.  A subclass says how a request is served (:meth:`WorkerPool.serve`: a
   disk read, a reply written a buffer at a time) and which listening socket a
-  worker accepts on.  Knot, whose threads wait for the listening socket through
-  Capriccio before they accept, brings a loop of its own (``Knot.run``: this
-  scheduler with its own poll and body written in place).
+  worker accepts on.
+
+Knot's user-level threads are :class:`PoolWorker` objects too, but Knot is not a
+pool: Capriccio polls the kernel where a pool sleeps, and its threads wait for the
+listening socket before they accept, so ``Knot.run`` is a loop of its own.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
-from acceptsim.models.servers.base import Server, ServerHost
+from acceptsim.models.servers.base import Server, ServerCounters, ServerHost
 from acceptsim.sim.cpu import BLOCK, Task
 
 if TYPE_CHECKING:
@@ -127,18 +130,21 @@ class WorkerPool(Server):
     def run_worker(self, w: PoolWorker) -> Task:
         """Run ``w`` until it blocks: in accept(), in read(), or where :meth:`serve` says."""
         close_s = self.costs.close_s
+        acc = self.acceptor
         while True:
             conn = w.take()
             if conn is None:
                 # accept up to the accept-limit, then serve them one after the other
-                limit = self.policy.accept_limit(self)
-                sock = self.accept_socket(w)
-                accepted = yield from self.accept_batch(sock, w.add, limit)
-                if not accepted:
+                acc.begin(self.accept_socket(w))
+                while acc.take():
+                    yield acc.burst
+                    new = acc.took()
+                    if new is None:
+                        break
+                    w.add(new)
+                if not acc.end():
                     self.block_in_accept(w)
                     return
-                self.accept_phases += 1
-                self.accepts += accepted
                 continue
             step = yield from self.serve(w, conn)
             if step == NEXT:
@@ -153,17 +159,15 @@ class WorkerPool(Server):
             conn.server = w  # blocks in read() until data or end-of-file arrive
             return
 
-    def counters(self) -> dict[str, float]:
-        """Cumulative counters; the run takes differences over its window."""
-        return {
-            "select_calls": 0,
-            "accept_phases": self.accept_phases,
-            "accepts": self.accepts,
-            "work_phases": self.requests,
-            "conns_worked": self.requests,
-            "open_area": self.open_area(),
-            "switches": self.switches,
-        }
+    def counters(self) -> ServerCounters:
+        """A pool has no getevents; each request served is a work phase of its own."""
+        return self.record(0, self.requests, self.requests)
+
+    def own_counters(self) -> dict[str, float]:
+        """Context switches between workers."""
+        out = super().own_counters()
+        out["switches"] = self.switches
+        return out
 
     def readable(self, conn: Connection) -> None:
         """Data or end-of-file on a connection: wake the worker blocked in its read()."""

@@ -1,7 +1,7 @@
 """The contract of a server module: a :class:`ServerSpec` per server it defines.
 
 A server module defines its classes and lists them in a module-level ``SPECS``
-tuple; :mod:`models.servers.registry` collects every module's specs, and runs,
+tuple; :mod:`acceptsim.models.servers.registry` collects every module's specs, and runs,
 the command line, the benchmark and the registry-wide tests read them from
 there.  Adding a server is writing one module (``docs/design.md``).
 """
@@ -20,9 +20,10 @@ class ServerSpec:
 
     #: the ``--server`` name
     name: str
-    #: the server class: built as ``cls(host, params, policy)`` (``models.servers.base.ServerHost``)
+    #: the server class: built as ``cls(host, params, policy)``
+    #: (``host``: a :class:`acceptsim.models.servers.base.ServerHost`)
     cls: type
-    #: its parameter set (a :class:`sim.params.Params` subclass)
+    #: its parameter set (a :class:`acceptsim.sim.params.Params` subclass)
     params: type
     #: the CPU categories its work is charged to (the run's ``cpu_share`` keys)
     categories: Sequence[str]

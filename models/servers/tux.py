@@ -18,7 +18,7 @@ phase.  As in TUX's source (``add_tux_atom``/``__add_req_to_workqueue``),
 ``work_pending`` is filled at its head, LIFO (``work_order = "fifo"`` fills
 it at its tail, for comparison).
 
-Policy hooks (:mod:`models.policies`): the accept-limit is asked before each
+Policy hooks (:mod:`acceptsim.models.policies`): the accept-limit is asked before each
 phase when the accept queue is non-empty (0 skips the accept phase: not
 counted; with no work pending TUX then sleeps ``skip_wait_s``); a work phase
 ends early when the policy's work budget is spent, the rest staying on
@@ -110,6 +110,8 @@ class Tux(Server):
 
     name = "tux"
     has_select = False
+    # TUX looks at the accept queue itself, in the kernel: no failed accept() to pay
+    failed_accept_charged = False
 
     def __init__(self, host: ServerHost, params: TuxParams, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
@@ -127,10 +129,6 @@ class Tux(Server):
         #: the refill cost by connections touched so far in the phase (index), each
         #: computed the first time a phase reaches it (the same value every phase)
         self._refill_by_touched: list[float] = [0.0]
-        # counters (cumulative)
-        self.work_phases = 0
-        self.items_worked = 0
-        self.max_work_pending = 0
         self.start()
 
     # -- what the kernel tells the server ---------------------------------------------
@@ -138,8 +136,6 @@ class Tux(Server):
         if not conn.ready:  # queue it on work_pending
             conn.ready = True
             self._push(conn)
-            if len(self.work_pending) > self.max_work_pending:
-                self.max_work_pending = len(self.work_pending)
             if self.cpu.task_end == INF:  # asleep (a call to wake() only when needed)
                 self.cpu.wake()
 
@@ -157,8 +153,10 @@ class Tux(Server):
         return table[touched]
 
     # -- the server loop ----------------------------------------------------------------
-    def listen_ready(self) -> bool:
-        return bool(self.listen.accept_queue) and self.open < self.max_open
+    def accept_call_costs(self) -> tuple[float, float]:
+        """Taking a connection off the queue (before the phase's cache term, which
+        :meth:`run` adds per connection); finding it empty costs nothing."""
+        return self.costs.tux_accept_s, 0.0
 
     def run(self) -> Task:
         costs = self.costs
@@ -170,37 +168,29 @@ class Tux(Server):
         send_s = costs.tux_send_s
         request_s = costs.tux_request_s
         close_s = costs.tux_close_s
-        accept_s = costs.tux_accept_s
+        accept_s = self.accept_call_costs()[0]
         clock = self.clock
         policy = self.policy
-        # a static policy's accept_limit() and a work_budget() that never bounds,
-        # without the calls (the same values)
-        static_limit = policy.static_limit
+        acc = self.acceptor
+        # a work_budget() that never bounds, without the calls (the same value)
         bounded_work = policy.bounds_work
-        max_open = self.max_open
         while True:
-            if not pending and not self.listen_ready():
+            if not pending and not acc.ready(listen):
                 yield BLOCK
                 continue
             self._phase += 1
             self._touched = 0
             # 1. accept (the policy may skip the phase: a limit of 0)
-            if self.listen_ready():
-                limit: float = static_limit or policy.accept_limit(self)
-                if limit:
-                    accepted = 0
-                    while accepted < limit and self.open < max_open:
-                        conn = listen.accept()
-                        if conn is None:
-                            break
+            if acc.ready(listen):
+                if acc.begin(listen):
+                    while acc.take():  # (an empty queue ends the phase: nothing to yield)
+                        conn: Connection = acc.conn  # type: ignore[assignment]
                         conn.server = _TuxConn()
                         yield ACCEPT, accept_s + self._touch(conn)
-                        accepted += 1
-                        self.hold(conn)
+                        acc.took()
                         if conn.pending or conn.eof:
                             self.readable(conn)
-                    self.accept_phases += 1
-                    self.accepts += accepted
+                    acc.end()
                 elif not pending:
                     self.env.call_in(self.params.skip_wait_s, self._wake)
                     yield BLOCK
@@ -233,7 +223,7 @@ class Tux(Server):
                         yield WORK, close_s + self._touch(conn)
                         self.release(conn)
                 self.work_phases += 1
-                self.items_worked += items
+                self.conns_worked += items
 
     def _wake(self, _: object) -> None:
         self.cpu.wake()  # no effect if the task is running
@@ -242,17 +232,6 @@ class Tux(Server):
     def work_queue_len(self) -> int:
         """Items on work_pending."""
         return len(self.work_pending)
-
-    def counters(self) -> dict[str, float]:
-        """Cumulative counters; the run takes differences over its window."""
-        return {
-            "select_calls": 0,
-            "accept_phases": self.accept_phases,
-            "accepts": self.accepts,
-            "work_phases": self.work_phases,
-            "conns_worked": self.items_worked,
-            "open_area": self.open_area(),
-        }
 
 
 SPECS = (

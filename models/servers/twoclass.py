@@ -10,7 +10,7 @@ listening socket from the run's clients; background requests arrive at a
 open-loop client stream this server starts itself (``bg_rate_per_s``
 connections/s, one reply of ``bg_reply_bytes`` each).
 
-Replies leave through one network link (:class:`models.link.Link`): a
+Replies leave through one network link (:class:`acceptsim.models.link.Link`): a
 process writes at most a socket buffer (``send_chunk_bytes``) at a time
 and blocks until it has left.  Eggert and Heidemann's three mechanisms,
 each a parameter:
@@ -42,7 +42,7 @@ from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
 from acceptsim.models.kernel import ListenSocket
 from acceptsim.models.link import Link
-from acceptsim.models.servers.base import ACCEPT, ServerHost
+from acceptsim.models.servers.base import ACCEPT, ServerCounters, ServerHost
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, WORK, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.params import Params, param, summary_of
@@ -294,18 +294,20 @@ class TwoClass(WorkerPool):
         self.make_runnable(w)
 
     # -- measures ------------------------------------------------------------------------
-    def counters(self) -> dict[str, float]:
-        out = super().counters()  # requests: the foreground's
+    def own_counters(self) -> dict[str, float]:
+        """The background's requests (the pool's are the foreground's), the link's busy
+        time."""
+        out = super().own_counters()
         out.update(bg_requests=self.bg_requests, link_busy_time=self.link.busy_time)
         return out
 
-    def result_extras(self, diff: dict[str, float], window: float) -> dict[str, Any]:
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """``background``: the second class's load, replies, response time and connections;
         ``link_busy_share``: the share of the window the link was sending."""
         p = self.params
         out: dict[str, Any] = {
             "bg_rate_per_s": p.bg_rate_per_s,
-            "link_busy_share": diff["link_busy_time"] / window,
+            "link_busy_share": diff.own["link_busy_time"] / window,
         }
         bg = self.bg_client
         if bg is None:
