@@ -221,7 +221,6 @@ class Client:
         self.reply_samples: list[int] = []  # replies per httperf sample interval
         self._sample_s = params.reply_rate_sample_s
         self.wasted_replies = 0  # replies the server sent to a client that had gone
-        self.syn_retransmits = 0
         # over the whole run, warm-up included (what accept policies see)
         self.replies_total = 0
         self.timeouts_total = 0
@@ -229,7 +228,6 @@ class Client:
         #: (an accept policy sets the bound: ``ServerView.watch_response_time``)
         self.slow_bound_s = float("inf")
         self.slow_replies_total = 0
-        self.data_retransmits = 0
         # optional: replies received per interval over the whole run (warm-up detection)
         self.series: list[int] | None = None
         self.series_interval_s = 0.0
@@ -280,7 +278,6 @@ class Client:
             self.resolve(conn, TIMED_OUT, conn.deadline)
             return
         conn.syn_sent = sent + 1
-        self.syn_retransmits += 1
         if self._tick > 0:
             line = self._syn_lines[(conn.id % self._machines) * self._syn_levels + sent - 1]
             line.put_at(next_send + self.owd, self._kernel_syn, conn)
@@ -374,7 +371,6 @@ class Client:
             conn.client_dead = True  # socket destroyed; nothing more is sent
             return
         conn.data_rtx += 1
-        self.data_retransmits += 1
         self.kernel.retransmitted_segment(conn)  # type: ignore[union-attr]
         if conn.state == SYN_RECV:
             rto = min(profile.data_rto_min_s * 2**conn.data_rtx, profile.rto_max_s)

@@ -263,7 +263,6 @@ class ListenSocket:
         self.cookies_sent = 0
         self.requests_expired = 0
         self.requests_reset = 0
-        self.established = 0
         self.max_accept_len = 0
         self.max_syn_len = 0
 
@@ -369,7 +368,6 @@ class ListenSocket:
         conn.state = ESTABLISHED
         if data:
             conn.pending += 1
-        self.established += 1
         self._accept_append(conn)
         queued = len(self.accept_queue)
         if queued > self.max_accept_len:

@@ -117,11 +117,6 @@ class Cpu:
         self._task = task
         self._resume_at(self.env.now)
 
-    @property
-    def blocked(self) -> bool:
-        """The task sleeps (or has ended)."""
-        return self.task_end == INF
-
     def wake(self) -> None:
         """Make a sleeping task runnable now (no effect if it is running).  Under a
         bandwidth limit (:meth:`limit`) a throttled task becomes runnable when its next

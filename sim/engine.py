@@ -352,7 +352,8 @@ class Environment(simpy.Environment):
         self.clock = Clock(float(initial_time))
         super().__init__(initial_time)
         # the clock holds the time, the heap and the sequence numbers: SimPy's own
-        # fields would only go stale
+        # fields would only go stale.  These three names are the one use of SimPy's
+        # private interface (pinned in pyproject.toml; tests/test_engine.py checks them)
         del self._now, self._queue, self._eid
         self.cpu: Cpu | None = None
         self._lines: dict[float, DelayLine] = {}
@@ -555,8 +556,8 @@ def fire(clock: Clock, entry: Entry) -> None:
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
             callback(event)
-        if not event._ok and not hasattr(event, "_defused"):
-            raise event._value
+        if not event.ok and not event.defused:  # a failure nobody handled
+            raise event.value
         return
     if kind == LANE:
         heap_pop(heap)

@@ -333,3 +333,30 @@ def test_the_event_loop_opens_a_window_for_signals(monkeypatch: pytest.MonkeyPat
     with pytest.raises(KeyboardInterrupt):
         simulate(config)
     assert len(calls) == 3
+
+
+def test_simpy_private_fields_the_engine_replaces() -> None:
+    """The one use of SimPy's private interface: Environment removes SimPy's clock, heap
+    and sequence fields (its Clock holds them).  An upgrade of SimPy that renames them
+    fails here, not silently in a run (pyproject.toml pins the minor version)."""
+    import simpy
+
+    plain = simpy.Environment()
+    assert {"_now", "_queue", "_eid"} <= set(vars(plain))
+    env = Environment()
+    assert not {"_now", "_queue", "_eid"} & set(vars(env))
+
+
+def test_a_failed_simpy_event_nobody_handles_stops_the_run_and_a_defused_one_does_not() -> None:
+    """The engine reads an event's outcome through SimPy's public ``ok``, ``defused`` and
+    ``value``."""
+    env = Environment()
+    env.event().fail(ValueError("unhandled"))
+    with pytest.raises(ValueError, match="unhandled"):
+        env.run()
+    env = Environment()
+    failed = env.event()
+    failed.fail(ValueError("handled"))
+    failed.defused = True
+    env.run()
+    assert not failed.ok and isinstance(failed.value, ValueError)

@@ -45,7 +45,7 @@ def _mangled_defaults(source: str) -> list[str]:
             args = fn.args
             positional = args.posonlyargs + args.args
             with_default = positional[len(positional) - len(args.defaults):]
-            with_default += [a for a, d in zip(args.kwonlyargs, args.kw_defaults) if d]
+            with_default += [a for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
             for arg in with_default:
                 if arg.annotation is not None and ast.unparse(arg.annotation) in MANGLED:
                     found.append(f"{cls.name}.{fn.name}({arg.arg})")

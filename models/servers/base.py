@@ -26,7 +26,7 @@ accepts counted), and the one account of open connections over time
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from mypy_extensions import mypyc_attr
 
@@ -303,9 +303,11 @@ class Server:
         costs = self.costs
         return costs.accept_s + self.opened(), costs.accept_empty_s
 
+    @final
     def listen_ready(self) -> bool:
         """Would the server see its listening socket readable (connections queued, and
-        room to hold one more)?"""
+        room to hold one more)?  The accept phase's :meth:`AcceptPhase.ready`, not a
+        hook: loops on the hot path call that directly."""
         return self.acceptor.ready(self.listen)
 
     # -- the record -------------------------------------------------------------------

@@ -69,6 +69,9 @@ class Userver(Server):
         super().__init__(host, params, policy)
         self.ready: list[Connection] = []  # readable connections, in the order they became so
         self._batch: list[Connection] = _EMPTY  # reported by the last select, being served
+        # select()'s costs, read once into native fields (the cost set's are not)
+        self._select_base: float = host.costs.select_base_s
+        self._select_per_fd: float = host.costs.select_per_fd_s
         self.start()
 
     # -- what the kernel tells the server ---------------------------------------------
@@ -81,7 +84,9 @@ class Userver(Server):
 
     # -- the server loop ----------------------------------------------------------------
     def select_cost(self) -> float:
-        return self.costs.select_base_s + self.costs.select_per_fd_s * (self.open + 1)
+        """CPU of one ``select()`` call: a fixed part, and a part per descriptor (every
+        open connection and the listening socket)."""
+        return self._select_base + self._select_per_fd * (self.open + 1)
 
     def getevents(self) -> Generator[Any, None, list[Connection]]:
         """Phase 1, ``select()``: scan every descriptor; sleep and rescan if none is ready.
@@ -106,12 +111,12 @@ class Userver(Server):
     def run(self) -> Task:
         """The three phases, over and over.
 
-        Phase 1 is :meth:`getevents`; where a class keeps the userver's own, its three
-        lines are written here (with the same calls of :meth:`select_cost` and
-        :meth:`listen_ready`), since delegating to a generator per ``select()`` costs
-        the hot path a generator object and two resumptions.  Every other step calls
-        the hooks a subclass may redefine (``readable``, ``hold`` through the accept
-        phase, ``release``).
+        Phase 1 is :meth:`getevents`; where a class keeps the userver's own, its few
+        lines are written here (with the same calls of :meth:`select_cost` and of the
+        accept phase's ``ready``, which :meth:`listen_ready` is), since delegating to a
+        generator per ``select()`` costs the hot path a generator object and two
+        resumptions.  Every other step calls the hooks a subclass may redefine
+        (``readable``, ``hold`` through the accept phase, ``release``).
         """
         listen = self.listen
         client = self.client
@@ -131,7 +136,7 @@ class Userver(Server):
             # 1. getevents
             if own_getevents:  # Userver.getevents, in place
                 yield GETEVENTS, self.select_cost()
-                while not self.ready and not self.listen_ready():
+                while not self.ready and not acc.ready(listen):
                     yield BLOCK
                     yield GETEVENTS, self.select_cost()
                 self.select_calls += 1
