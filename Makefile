@@ -51,6 +51,6 @@ lint: $(STAMP)
 	$(BIN)/ruff check sim models acceptsim tests tools setup.py
 
 clean:
-	rm -rf $(VENV) out build docs/_build docs/jupyter_execute
+	rm -rf $(VENV) out build docs/_build docs/jupyter_execute docs/_generated
 	find sim models -name '*.so' -delete
 	rm -f acceptsim/_hot__mypyc*.so

@@ -6,8 +6,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from acceptsim.models.config import resolve_costs, resolve_kernel
 from acceptsim.models.costs import HostCosts
-from acceptsim.models.experiment import resolve_costs, resolve_kernel
 from acceptsim.models.kernel import KernelProfile
 from acceptsim.sim.errors import ConfigError, read_user_file
 from acceptsim.sim.params import ascii_number

@@ -77,6 +77,7 @@ exclude_patterns = [
     "Thumbs.db",
     ".DS_Store",
     "**.ipynb_checkpoints",  # Jupyter's autosaves beside the notebooks
+    "_generated",  # pieces written at build time and included by pages, not pages
 ]
 
 # MyST: definition lists, and slugs for headings down to level 3, so that pages can link to
@@ -185,6 +186,21 @@ def _process_signature(app, what, name, obj, options, signature, return_annotati
     return None
 
 
+# -- pages written from the code's declarations --------------------------------------------------
+def _write_generated(app):
+    # the run record's fields, from their one declaration (acceptsim.models.record.METRICS):
+    # getting_started.md includes the table
+    from acceptsim.models.record import markdown_table
+
+    out = Path(app.srcdir) / "_generated"
+    out.mkdir(exist_ok=True)
+    path = out / "record_fields.md"
+    text = markdown_table()
+    if not path.exists() or path.read_text() != text:  # rewritten only when it changes
+        path.write_text(text)
+
+
 def setup(app):
+    app.connect("builder-inited", _write_generated)
     app.connect("autodoc-process-docstring", _process_docstring)
     app.connect("autodoc-process-signature", _process_signature)

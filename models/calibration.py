@@ -50,7 +50,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize, minimize_scalar
 
 from acceptsim.models.costs import PARAMETER_SETS, HostCosts
-from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.models.runner import run_point
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.sweep import run_many
 
@@ -482,7 +482,7 @@ def write_ratio(problem: RatioProblem, outcome: dict[str, Any], path: Path = RES
 
 
 def _run(point: dict[str, Any]) -> dict[str, Any]:
-    return simulate(RunConfig.from_dict(point))
+    return run_point(point, checked=False)
 
 
 def peaks(problem: Problem, costs: HostCosts, jobs: int | None = None) -> list[float]:

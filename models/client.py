@@ -500,6 +500,12 @@ class Client:
             },
         }
 
+    @property
+    def connections_started(self) -> int:
+        """Connections started so far, warm-up included (one per connection, whatever its
+        retransmissions): the simulator's unit of work."""
+        return self._next_id
+
     def finish(self) -> None:
         """At the end of the run: settle every connection still unresolved."""
         end = self.window_end

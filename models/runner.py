@@ -1,15 +1,17 @@
-"""The domain's side of a sweep: what :func:`sim.sweep` runs for a point of a scenario.
+"""The domain's side of a sweep, and the one way a command simulates a point.
 
-:mod:`sim.sweep` is generic: it calls a *run function* (point -> record) and a
-*normalise* function (point -> full, validated configuration).  These are the
+:mod:`acceptsim.sim.sweep` is generic: it calls a *run function* (point -> record) and
+a *normalise* function (point -> full, validated configuration).  These are the
 web-server model's:
 
 * :func:`normalise`: ``RunConfig.from_dict(point)`` back to a dict, so every
   configuration field (cost and kernel parameters included) becomes a column
   and the run's identity covers the defaults it ran with;
-* :func:`run_point`: :func:`models.experiment.simulate`; when the point asks
-  for a reply series (``series_interval_s > 0``) it also reports MSER-5's
-  detected warm-up (``warmup_mser5_s``) and the reply rate after deleting it
+* :func:`run_point`: :func:`acceptsim.models.experiment.simulate` for a point, which
+  every command that simulates calls (``run``, ``sweep``, ``reproduce``, ``oracle``,
+  ``search``, ``bench``, the calibrations); when the point asks for a reply series
+  (``series_interval_s > 0``) it also reports MSER-5's detected warm-up
+  (``warmup_mser5_s``) and the reply rate after deleting it
   (``reply_rate_mser5_per_s``), in place of the raw series;
 * :func:`load_scenario`: a scenario by name from ``scenarios/``, or a file.
 """
@@ -21,8 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from acceptsim.models.experiment import RunConfig, Work, simulate
-from acceptsim.models.experiment import check_work as experiment_check_work
+from acceptsim.models.config import RunConfig
+from acceptsim.models.experiment import simulate
+from acceptsim.models.work import Work
+from acceptsim.models.work import check_work as experiment_check_work
 from acceptsim.sim import scenario as scenario_mod
 from acceptsim.sim.errors import ConfigError, is_user_file
 from acceptsim.sim.stats import MSER_BATCH, mser5
@@ -62,15 +66,30 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_work(point: Mapping[str, Any], force: bool = False) -> Work:
     """A point's expected work; :class:`ConfigError` beyond the bounds of
-    :func:`models.experiment.check_work` unless ``force``."""
+    :func:`acceptsim.models.work.check_work` unless ``force``."""
     return experiment_check_work(RunConfig.from_dict(point), force)
 
 
-def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
-    """Simulate one point; a reply series is summarised by MSER-5."""
-    config = RunConfig.from_dict(point)
-    record = simulate(config, force=True)  # the sweep checked every run up front
-    record.pop("timeseries", None)  # per-run series do not go into a sweep's table
+def run_point(
+    point: Mapping[str, Any] | RunConfig,
+    *,
+    timeseries: bool = False,
+    checked: bool = True,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Simulate one point (a table of :class:`~acceptsim.models.config.RunConfig` fields, or
+    a configuration) and return its record: what every command that simulates calls.
+
+    ``timeseries``: keep the run's time series (a sweep's table has no room for it);
+    ``checked``: the caller checked the point's work up front (a sweep checks every
+    point before the first runs), else :func:`acceptsim.models.work.check_work` does
+    here; ``progress``: a progress bar on a terminal.  A reply series
+    (``series_interval_s > 0``) is summarised by MSER-5 in place of the raw series.
+    """
+    config = point if isinstance(point, RunConfig) else RunConfig.from_dict(point)
+    record = simulate(config, force=checked, progress=progress)
+    if not timeseries:
+        record.pop("timeseries", None)
     series = record.pop("replies_per_interval", None)
     if series is not None:
         interval = config.series_interval_s

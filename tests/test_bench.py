@@ -8,7 +8,7 @@ import pytest
 
 from acceptsim.cli import main
 from acceptsim.commands.bench import bench, heap_loop, heap_loop_speed
-from acceptsim.models.experiment import SERVERS
+from acceptsim.models.servers.registry import SERVERS
 from acceptsim.sim import native
 
 

@@ -10,8 +10,8 @@ import pytest
 from test_cli import acceptsim
 
 from acceptsim.commands.servers import catalog
-from acceptsim.models.experiment import SERVERS
 from acceptsim.models.kernel import PROFILES
+from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS
 
 

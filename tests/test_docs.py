@@ -69,8 +69,17 @@ def test_each_notebook_ran_and_its_page_shows_its_figures(site: Path, path: Path
 def test_the_api_reference_documents_simulate_from_its_docstring(site: Path) -> None:
     page = (site / "api.html").read_text()
     assert 'id="acceptsim.models.experiment.simulate"' in page
-    assert 'id="acceptsim.models.experiment.RunConfig"' in page
+    assert 'id="acceptsim.models.config.RunConfig"' in page
     from acceptsim.models.experiment import simulate
 
     first_line = simulate.__doc__.strip().splitlines()[0]
     assert first_line.split()[0] in page
+
+
+def test_the_record_table_is_written_from_the_metrics_declaration(site: Path) -> None:
+    from acceptsim.models.record import METRICS
+
+    page = (site / "getting_started.html").read_text()
+    for metric in METRICS:
+        assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{metric.name}" \
+            in page, metric.name

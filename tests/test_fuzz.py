@@ -26,13 +26,14 @@ import tomli_w
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import acceptsim.models.experiment as experiment
+import acceptsim.models.work as work
 from acceptsim.cli import main
 from acceptsim.measure import load_run
 from acceptsim.measure.errors import ParseError
+from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import HostCosts
-from acceptsim.models.experiment import SERVERS, RunConfig
 from acceptsim.models.policies import POLICIES
+from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
 
@@ -172,9 +173,9 @@ def small_bounds() -> Iterator[None]:
     """Work bounds low enough that anything accepted without --force finishes in moments."""
     sweep_module = sys.modules["acceptsim.sim.sweep"]
     with (
-        mock.patch.object(experiment, "MAX_ATTEMPTS", 3000.0),
-        mock.patch.object(experiment, "MAX_SERIES_POINTS", 300.0),
-        mock.patch.object(experiment, "MAX_PROCESSES", 2000),
+        mock.patch.object(work, "MAX_ATTEMPTS", 3000.0),
+        mock.patch.object(work, "MAX_SERIES_POINTS", 300.0),
+        mock.patch.object(work, "MAX_PROCESSES", 2000),
         mock.patch.object(sweep_module, "MAX_RUNS", 4),
     ):
         yield

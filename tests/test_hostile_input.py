@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-import acceptsim.models.experiment as experiment
+import acceptsim.models.work as work
 from acceptsim import sim
 from acceptsim.cli import main
 from acceptsim.measure import load_run
 from acceptsim.models.experiment import Host, RunConfig, check_work, estimate_work, simulate
+from acceptsim.sim.engine import Environment
 from acceptsim.sim.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def test_the_issues_cases_exit_2_with_one_line_before_any_simulation(
 def test_a_run_beyond_the_work_bound_is_refused_with_the_estimate_and_forced_with_force(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(experiment, "MAX_ATTEMPTS", 500.0)
+    monkeypatch.setattr(work, "MAX_ATTEMPTS", 500.0)
     code, _, err = run_cli(capsys, "run", "--rate", "1000", "--duration", "1", "--warmup", "0.2")
     assert code == 2
     assert "rate_per_s x duration_s=1000.0" in err and "at most 5e+02" in err
@@ -147,13 +148,13 @@ def test_a_run_in_slices_gives_the_very_same_record_as_one_stretch(
                        timeseries_interval_s=0.1)  # fmt: skip
     whole = Host(config).run()
     stops: list[float] = []
-    original = experiment.Environment.run
+    original = Environment.run
 
     def recording(self, until=None):  # type: ignore[no-untyped-def]
         stops.append(until)
         return original(self, until)
 
-    monkeypatch.setattr(experiment.Environment, "run", recording)
+    monkeypatch.setattr(Environment, "run", recording)
     for slices in (3, 17):
         stops.clear()
         sliced = Host(config).run(slices=slices)
@@ -168,13 +169,13 @@ def deterministic_record(record: dict) -> dict:
 
 def test_progress_off_a_terminal_runs_in_one_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    original = experiment.Environment.run
+    original = Environment.run
 
     def counting(self, until=None):  # type: ignore[no-untyped-def]
         calls.append(until)
         return original(self, until)
 
-    monkeypatch.setattr(experiment.Environment, "run", counting)
+    monkeypatch.setattr(Environment, "run", counting)
     simulate(rate_per_s=20000, duration_s=3, warmup_s=0.5, progress=True)  # stderr: no tty
     assert calls == [3.0]
 

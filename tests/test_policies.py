@@ -455,7 +455,7 @@ def test_a_userver_subclass_that_redefines_the_inlined_hooks_is_still_called(
 ) -> None:
     """The userver's loop writes hold(), release(), readable() and getevents()
     inline only for its own definitions: a subclass's versions are called."""
-    from acceptsim.models import experiment
+    from acceptsim.models.servers import registry
     from acceptsim.models.servers.userver import Userver
 
     calls = {"hold": 0, "release": 0, "readable": 0, "getevents": 0}
@@ -477,8 +477,8 @@ def test_a_userver_subclass_that_redefines_the_inlined_hooks_is_still_called(
             calls["getevents"] += 1
             return (yield from super().getevents())
 
-    spec = experiment.SERVERS["userver"]
-    monkeypatch.setitem(experiment.SERVERS, "userver", dataclasses.replace(spec, cls=Counting))
+    spec = registry.SERVERS["userver"]
+    monkeypatch.setitem(registry.SERVERS, "userver", dataclasses.replace(spec, cls=Counting))
     sub = simulate(short(server="userver", warmup_s=0.0))
     monkeypatch.undo()
     plain = simulate(short(server="userver", warmup_s=0.0))

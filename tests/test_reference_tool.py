@@ -18,6 +18,8 @@ def test_differences_name_every_changed_leaf(reference_tool: ModuleType) -> None
         "b.e: '<missing>' -> 'x'",
     ]
     assert reference.differences(old, json.loads(json.dumps(old))) == []
+    # a count that turns into a float is a change of the record a user reads (0 -> 0.0)
+    assert reference.differences({"n": 0}, {"n": 0.0}) == ["n: 0 -> 0.0"]
 
 
 def test_check_passes_on_its_own_records_and_fails_on_a_changed_one(

@@ -40,8 +40,10 @@ from itertools import count
 from typing import Any, TextIO
 
 from acceptsim.config_io import parse_int, parse_number
-from acceptsim.models.experiment import SERVERS, RunConfig, simulate
+from acceptsim.models.config import RunConfig
 from acceptsim.models.policies import check_limit
+from acceptsim.models.runner import run_point
+from acceptsim.models.servers.registry import SERVERS
 from acceptsim.sim import native
 from acceptsim.sim.errors import ConfigError
 
@@ -135,7 +137,7 @@ def bench(
         config = RunConfig.from_dict(fields)
         best: dict[str, float] | None = None
         for _ in range(max(1, repeat)):
-            record = simulate(config)
+            record = run_point(config, checked=False)
             speed = record["sim_conns_per_cpu_s"] or 0.0
             cpu = record["sim_cpu_time_s"]
             if best is None or speed > best["conns_per_cpu_s"]:
@@ -174,7 +176,7 @@ def write_profile(config: RunConfig, top: int, stream: TextIO) -> None:
         return
     profiler = cProfile.Profile()
     profiler.enable()
-    simulate(config)
+    run_point(config, checked=False)
     profiler.disable()
     stream.write(
         f"\n== profile: {config.server}, accept-limit {config.accept_limit} "

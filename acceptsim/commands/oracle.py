@@ -26,8 +26,10 @@ import pandas as pd
 
 from acceptsim.commands.search import add_point_arguments, base_point
 from acceptsim.config_io import parse_int, parse_number
-from acceptsim.models.experiment import RunConfig, check_work, simulate
+from acceptsim.models.config import RunConfig
 from acceptsim.models.policies import check_limit
+from acceptsim.models.runner import run_point
+from acceptsim.models.work import check_work
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import json_safe
 from acceptsim.sim.sweep import run_many
@@ -52,7 +54,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run_with_series(point: Mapping[str, Any]) -> dict[str, Any]:
     """One run's record, with its time series (a sweep's runner drops it)."""
-    return simulate(RunConfig.from_dict(point), force=True)
+    return run_point(point, timeseries=True)
 
 
 def _within(p99_ms: Any, bound_ms: float | None) -> bool:

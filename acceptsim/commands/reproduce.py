@@ -11,8 +11,8 @@ from typing import Any
 from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import calibration, runner
+from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import PARAMETER_SETS
-from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import native
 from acceptsim.sim import scenario as scenario_mod
 from acceptsim.sim.errors import ConfigError, is_user_file
@@ -60,10 +60,11 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
 
 
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
-    config = RunConfig.from_dict(point)
-    record = simulate(config, force=True)  # every point was checked up front
-    if isinstance(point.get("costs"), dict):  # a scenario that varies costs can plot by them
-        record["costs"] = config.costs.to_dict()
+    """:func:`acceptsim.models.runner.run_point` (every point was checked up front), with
+    the costs as a table when the scenario varies them (its plots are by them)."""
+    record = runner.run_point(point, timeseries=True)
+    if isinstance(point.get("costs"), dict):
+        record["costs"] = RunConfig.from_dict(point).costs.to_dict()
     return record
 
 

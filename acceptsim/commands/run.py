@@ -8,24 +8,24 @@ import tomllib
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
+from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import PARAMETER_SETS
-from acceptsim.models.experiment import (
-    MAX_ATTEMPTS,
-    MAX_SERIES_POINTS,
-    SERVERS,
-    RunConfig,
-    check_work,
-    simulate,
-)
 from acceptsim.models.kernel import PROFILES
 from acceptsim.models.policies import check_limit
+from acceptsim.models.record import help_text as record_help
+from acceptsim.models.runner import run_point
+from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.work import MAX_ATTEMPTS, MAX_SERIES_POINTS, check_work
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import flatten, json_safe
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("run", help="simulate one configuration")
+    p = subparsers.add_parser(
+        "run", help="simulate one configuration", epilog=record_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--server", default="userver", help="server architecture: "
                    + ", ".join(SERVERS) + " (default userver; `acceptsim servers` describes "
                    "each)")
@@ -164,7 +164,7 @@ def parse_assignments(field: str, items: list[str]) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_work(config, args.force)  # before anything else: a refusal costs nothing
-    result = simulate(config, force=True, progress=True)
+    result = run_point(config, timeseries=True, progress=True)
     if args.plot:
         from acceptsim.timeseries import plot_timeseries
 

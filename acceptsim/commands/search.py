@@ -26,8 +26,9 @@ from typing import Any
 from acceptsim.commands.sweep import parse_assignment, parse_value
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import policies
-from acceptsim.models.experiment import RunConfig, check_work
+from acceptsim.models.config import RunConfig
 from acceptsim.models.policies import check_limit
+from acceptsim.models.work import check_work
 from acceptsim.sim import search as search_mod
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import json_safe

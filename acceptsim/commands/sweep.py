@@ -18,7 +18,7 @@ import pandas as pd
 
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import runner
-from acceptsim.models.experiment import MAX_ATTEMPTS
+from acceptsim.models.work import MAX_ATTEMPTS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.stats import StoppingRule
 from acceptsim.sim.sweep import MAX_RUNS, summary

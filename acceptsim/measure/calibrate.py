@@ -31,8 +31,9 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from acceptsim.measure.run import MeasuredRun
+from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1, HostCosts
-from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.models.runner import run_point
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.sweep import run_many
 
@@ -83,7 +84,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
 def _simulate_flat(config: RunConfig) -> dict[str, Any]:
     from acceptsim.sim.results import flatten
 
-    return flatten(simulate(config))
+    return flatten(run_point(config, checked=False))
 
 
 def predict(

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from acceptsim.models.experiment import RunConfig
+from acceptsim.models.config import RunConfig
 
 #: nstat counters written for a simulated run (the ones the record reads)
 COUNTERS = (

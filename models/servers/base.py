@@ -204,13 +204,13 @@ class ServerCounters:
     own (:meth:`Server.own_counters`), which its ``result_extras`` reads.
     """
 
-    select_calls: float
-    accept_phases: float
-    accepts: float
-    failed_accepts: float
-    accept_skips: float
-    work_phases: float
-    conns_worked: float
+    select_calls: int
+    accept_phases: int
+    accepts: int
+    failed_accepts: int
+    accept_skips: int
+    work_phases: int
+    conns_worked: int
     open_area: float
     own: dict[str, float]
 
@@ -316,7 +316,7 @@ class Server:
         return self.record(self.select_calls, self.work_phases, self.conns_worked)
 
     def record(
-        self, select_calls: float, work_phases: float, conns_worked: float
+        self, select_calls: int, work_phases: int, conns_worked: int
     ) -> ServerCounters:
         """The counters with the loop's three counts as the server defines them."""
         acc = self.acceptor

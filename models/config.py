@@ -1,0 +1,207 @@
+"""The configuration of one run: :class:`RunConfig` (frozen, validated data; everything
+a sweep varies is one of its fields) and the named parameter sets it takes by name or
+as tables of changes (:func:`resolve_costs`, :func:`resolve_kernel`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from acceptsim.models import arrivals, policies
+from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
+from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile
+from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import Params, param
+
+#: the shortest time a duration, warm-up, timeout or sampling interval may be (1 us: the
+#: CPU costs are of that order; a denormal 1e-320 s has no physical sense)
+MIN_TIME_S = 1e-6
+#: the largest finite accept-limit (beyond any queue; inf means no limit)
+MAX_ACCEPT_LIMIT = 10**9
+#: idle connections are held in memory, one record each
+MAX_IDLE_CONNECTIONS = 10**6
+
+
+@dataclass(frozen=True)
+class RunConfig(Params):
+    """Everything that defines one run.  Defaults reproduce the paper's setup.
+
+    Magnitudes must make physical sense: a rate of at least 1 connection/s;
+    durations, warm-ups, timeouts and sampling intervals of at least 1 us
+    (:data:`MIN_TIME_S`; warm-up and intervals may be 0).  The expected work
+    (:func:`acceptsim.models.work.estimate_work`) is checked by
+    :func:`acceptsim.models.work.check_work`, not here, so a
+    big configuration can still be built, described and swept with ``force``.
+    """
+
+    server: str = param("userver", unit="", choices=tuple(SERVERS), doc="server architecture")
+    accept_limit: int = param(
+        1, unit="connections", ge=1, le=MAX_ACCEPT_LIMIT, allow_inf=True,
+        doc="accept-limit per accept phase (1..1e9, or inf: no limit)",
+    )
+    workload: str = param("one-packet", unit="", choices=tuple(WORKLOADS), doc="workload")
+    rate_per_s: float = param(
+        20000.0, unit="connections/s", ge=1.0, doc="httperf target rate of new connections"
+    )
+    spacing: str = param(
+        "poisson", unit="", choices=("poisson", "deterministic"), doc="spacing of connection starts"
+    )
+    timeout_s: float = param(
+        10.0, unit="s", ge=MIN_TIME_S, doc="httperf --timeout, per step"
+    )
+    duration_s: float = param(20.0, unit="s", ge=MIN_TIME_S, doc="simulated time of the run")
+    warmup_s: float = param(
+        5.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="initial time left out of every measurement",
+    )
+    seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
+    series_interval_s: float = param(
+        0.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="if > 0, also report replies per interval of this length "
+        "over the whole run (`replies_per_interval`, for warm-up detection); 0: off",
+    )
+    workload_file: str = param(
+        "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
+    )
+    policy: str = param(
+        "static", unit="", doc="accept policy (models.policies): NAME or NAME:key=value,...; "
+        "static uses accept_limit unless given limit=",
+    )
+    rate_profile: str = param(
+        "", unit="", doc="time-varying target rate (models.arrivals), e.g. step:10000@0,30000@20; "
+        "overrides rate_per_s; empty: constant rate_per_s",
+    )
+    timeseries_interval_s: float = param(
+        0.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="if > 0, also report a time series (`timeseries`: reply "
+        "rate, queue lengths, the policy's accept-limit, ...) sampled at this interval; 0: off",
+    )
+    cpu_quota: float = param(
+        0.0, unit="CPUs", ge=0.0, le=1.0, min_nonzero=1e-3,
+        doc="CFS bandwidth limit on the server task, as a cgroup quota over its period "
+        "(cpu.max; acceptsim measure --server-cpu-quota): processor seconds it may use per "
+        "second; it is throttled for the rest of a period once it has used "
+        "cpu_quota x cpu_period_s.  Kernel work is not limited (sim.cpu); 0: no limit",
+    )
+    cpu_period_s: float = param(
+        0.1, unit="s", ge=1e-3, le=1.0,
+        doc="CFS period of cpu_quota (cgroup cpu.max period; Linux default 100 ms)",
+    )
+    idle_connections: int = param(
+        0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
+        doc="idle persistent connections the clients open before "
+        "the run and the server holds in its interest set (Chandra and Mosberger: 252 or 6,000)",
+    )
+    #: overrides of the server's own parameters (a table name = value, checked against the
+    #: server's parameter class, e.g. ``DispatchParams``); kept as sorted pairs
+    server_params: tuple[tuple[str, Any], ...] = ()
+    #: overrides of the workload's own parameters, likewise
+    workload_params: tuple[tuple[str, Any], ...] = ()
+    costs: HostCosts = CLUSTER1
+    kernel: KernelProfile = LINUX_24
+
+    def __post_init__(self) -> None:
+        # parameter sets may be named: RunConfig(costs="cluster1", kernel="linux-modern")
+        if isinstance(self.costs, str):
+            object.__setattr__(self, "costs", resolve_costs(self.costs))
+        if isinstance(self.kernel, str):
+            object.__setattr__(self, "kernel", resolve_kernel(self.kernel))
+        super().__post_init__()
+        for name in ("server_params", "workload_params"):
+            object.__setattr__(self, name, _table(name, getattr(self, name)))
+        self.build_server_params()
+        self.build_workload_params()
+        if self.idle_connections and not SERVERS[self.server].idle_connections:
+            raise ConfigError("idle_connections", self.idle_connections,
+                              f"0 for server {self.server!r} (it cannot hold idle connections)")
+        if self.warmup_s >= self.duration_s:
+            raise ConfigError(
+                "warmup_s", self.warmup_s, f"less than duration_s ({self.duration_s:g} s)"
+            )
+        if not isinstance(self.costs, HostCosts):
+            raise ConfigError("costs", self.costs, "a HostCosts parameter set")
+        if not isinstance(self.kernel, KernelProfile):
+            raise ConfigError("kernel", self.kernel, "a KernelProfile")
+        policies.policy_params(self.policy, self.accept_limit)  # unknown name/parameter: error
+        arrivals.parse(self.rate_profile)
+        if self.workload == "wsesslog":
+            if not self.workload_file:
+                raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
+            parse_wsesslog(self.workload_file)  # report a bad file before any run
+
+    @classmethod
+    def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
+        """As :meth:`Params.from_dict`, also taking ``costs``/``kernel`` by name or as tables."""
+        data = dict(data)
+        start = base if base is not None else cls()
+        if "costs" in data:
+            data["costs"] = resolve_costs(data["costs"], start.costs)
+        if "kernel" in data:
+            data["kernel"] = resolve_kernel(data["kernel"], start.kernel)
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in names:
+                allowed = "unknown key; allowed: " + ", ".join(sorted(names))
+                raise ConfigError(key, data[key], allowed)
+        return dataclasses.replace(start, **data)
+
+    def build_server_params(self) -> Params:
+        """The server's parameter set: its defaults updated by ``server_params``."""
+        return SERVERS[self.server].params.from_dict(dict(self.server_params))
+
+    def build_workload_params(self) -> Params:
+        """The workload's parameter set: its defaults updated by ``workload_params``."""
+        params = WORKLOADS[self.workload][1].from_dict(dict(self.workload_params))
+        if self.workload_file:
+            params = params.replace(path=self.workload_file)
+        return params
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["server_params"] = dict(self.server_params)
+        out["workload_params"] = dict(self.workload_params)
+        out["costs"] = self.costs.to_dict()
+        out["kernel"] = self.kernel.to_dict()
+        return out
+
+
+
+def _table(name: str, value: Any) -> tuple[tuple[str, Any], ...]:
+    """A table of overrides as a sorted tuple of pairs (hashable, immutable)."""
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
+    if isinstance(value, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        return tuple(sorted(value))
+    raise ConfigError(name, value, "a table of name = value")
+
+
+def _resolve(value: Any, base: Any, named: dict[str, Any], field: str, name_key: str) -> Any:
+    """A parameter set given as an object, a name, or a table of changes (a table may
+    start from a named set with ``name_key = "..."``)."""
+    cls = type(base)
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        if value not in named:
+            raise ConfigError(field, value, "one of " + ", ".join(named))
+        return named[value]
+    if isinstance(value, dict):
+        value = dict(value)
+        start = value.pop(name_key, None)
+        start_set = _resolve(start, base, named, field, name_key) if start is not None else base
+        return cls.from_dict(value, base=start_set)
+    raise ConfigError(field, value, f"a name ({', '.join(named)}) or a table of settings")
+
+
+def resolve_costs(value: Any, base: HostCosts = CLUSTER1) -> HostCosts:
+    """Costs by name (``cluster1``), or a table of costs (``base = "cluster1"`` optional)."""
+    return _resolve(value, base, PARAMETER_SETS, "costs", "base")
+
+
+def resolve_kernel(value: Any, base: KernelProfile = LINUX_24) -> KernelProfile:
+    """A kernel profile by name, or a table of settings (``name = "linux-2.4"`` optional)."""
+    return _resolve(value, base, PROFILES, "kernel", "name")

@@ -1,0 +1,298 @@
+"""The run record: one declaration of every measure a run reports.
+
+:data:`METRICS` lists each field of the record that :func:`acceptsim.models.experiment.simulate`
+returns (the JSON of ``acceptsim run``), in the record's order: its name, its unit, what
+it means and where it comes from, and how it is computed from the measurement window
+(:class:`Window`).  The record (:func:`record`), the list in ``acceptsim run --help``
+(:func:`help_text`) and the table in the documentation (:func:`markdown_table`) all read
+this one declaration, so a new measure is added here and nowhere else.
+
+A server's own measures (Flash's file cache, Knot's scheduling, a dispatch mechanism's
+calls) are declared by the server class, in its
+:meth:`~acceptsim.models.servers.base.Server.result_extras`, and follow these fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from acceptsim.models import policies
+from acceptsim.models.servers.base import ServerCounters
+from acceptsim.sim.cpu import KERNEL
+from acceptsim.sim.results import differences, ratio, summary_ms
+
+if TYPE_CHECKING:
+    from acceptsim.models.host import Host
+
+#: where a measure comes from (the :attr:`Metric.source` values)
+SOURCES = {
+    "config": "the run's configuration (RunConfig), as it ran",
+    "policy": "the accept policy the server ran with",
+    "client": "the simulated httperf clients",
+    "server": "the server's counters (its accept phase, select() calls and work phases)",
+    "kernel": "the kernel's listen socket (SYN and accept queues, drop rules)",
+    "cpu": "the CPU's accounting per category, and the CFS bandwidth limit",
+    "simulator": "the simulator itself (not the model)",
+}
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a run measured between the end of its warm-up and its end: the differences
+    of the counters over the window, and the run's objects for what is read as is."""
+
+    host: Host
+    #: the window's length (``duration_s - warmup_s``)
+    seconds: float
+    #: the server's counters over the window
+    server: ServerCounters
+    #: SYN drops over the window by rule, and their ``total``
+    drops: dict[str, int]
+    #: SYN cookies sent over the window
+    cookies: int
+    #: share of the window's CPU time per category, ``idle`` included
+    cpu_share: dict[str, float]
+    #: the CFS bandwidth counters over the window (empty without a limit)
+    cfs: dict[str, float]
+    #: the simulator's own CPU time for the run (process time)
+    cpu_time_s: float
+
+    @property
+    def target_rate_per_s(self) -> float:
+        """The target rate; with a rate profile, its mean over the window."""
+        config = self.host.config
+        profile = self.host.client.rate_profile
+        if profile is None:
+            return config.rate_per_s
+        return profile.mean_rate(config.warmup_s, config.duration_s)
+
+    def per_s(self, count: float) -> float:
+        return count / self.seconds
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One field of the run record."""
+
+    name: str
+    #: its unit ("" for names, counts of a kind said in ``meaning``, and tables)
+    unit: str
+    #: what it means, in a line
+    meaning: str
+    #: where it comes from: a key of :data:`SOURCES`
+    source: str
+    #: its value, from the window
+    value: Callable[[Window], Any]
+    #: whether the record has it (a field kept only when asked for, or when it applies)
+    present: Callable[[Window], bool] | None = None
+
+
+def _policy_params(policy: Any) -> dict[str, Any]:
+    """A built-in policy's parameters (empty for a custom policy without ``p``)."""
+    if isinstance(policy, policies.StaticLimit):
+        return {"limit": policy.limit}
+    params = getattr(policy, "p", None)
+    return params.to_dict() if hasattr(params, "to_dict") else {}
+
+
+def _accept_limit(w: Window) -> float:
+    policy = w.host.policy
+    return policy.limit if isinstance(policy, policies.StaticLimit) else w.host.config.accept_limit
+
+
+def _connections(w: Window) -> dict[str, int]:
+    client = w.host.client
+    return {
+        "attempted": client.attempted,
+        "completed": client.completed,
+        "timed_out": client.timed_out,
+        "in_flight_at_end": client.in_flight_at_end,
+    }
+
+
+def _nstat(w: Window) -> dict[str, float]:
+    drops = w.drops
+    return {
+        "TcpExtListenOverflows": w.per_s(drops["accept_q_full"] + drops["listen_overflow"]),
+        "TcpExtListenDrops": w.per_s(drops["total"]),
+        "TcpExtTCPReqQFullDrop": w.per_s(drops["syn_q_full"]),
+        "TcpExtTCPReqQFullDoCookies": w.per_s(w.cookies),
+        "TcpExtSyncookiesSent": w.per_s(w.cookies),
+    }
+
+
+def _queues(w: Window) -> dict[str, int]:
+    listen = w.host.listen
+    return {
+        "accept_queue_max": listen.max_accept_len,
+        "accept_queue_capacity": listen.backlog + 1,
+        "syn_queue_max": listen.max_syn_len,
+        "syn_queue_capacity": listen.syn_capacity,
+    }
+
+
+def _cfs(w: Window) -> dict[str, float]:
+    config = w.host.config
+    return {
+        "quota_cpus": config.cpu_quota,
+        "period_s": config.cpu_period_s,
+        "periods": w.cfs["periods"],
+        "throttled_periods": w.cfs["throttled_periods"],
+        "throttled_share": w.per_s(w.cfs["throttled_s"]),
+    }
+
+
+def _reaction_ms(w: Window) -> float:
+    client = w.host.client
+    return 1e3 * ratio(client.reaction_delays, client.reactions) if client.reactions else 0.0
+
+
+#: every field of the run record, in the record's order
+METRICS: tuple[Metric, ...] = (
+    # -- the configuration it ran with
+    Metric("server", "", "server architecture", "config", lambda w: w.host.config.server),
+    Metric("accept_limit", "connections", "accept-limit per accept phase (a static policy's "
+           "own limit, else the configured one)", "config", _accept_limit),
+    Metric("policy", "", "the accept policy as configured (a spec), or a custom policy's name",
+           "policy", lambda w: w.host.config.policy if w.host.custom_policy is None
+           else w.host.bound.name),
+    Metric("policy_name", "", "the accept policy's name", "policy", lambda w: w.host.bound.name),
+    Metric("policy_params", "", "a built-in policy's parameters (empty for a custom one)",
+           "policy", lambda w: _policy_params(w.host.policy)),
+    Metric("rate_profile", "", "the time-varying target rate (empty: constant)", "config",
+           lambda w: w.host.config.rate_profile),
+    Metric("workload", "", "workload", "config", lambda w: w.host.config.workload),
+    Metric("target_rate_per_s", "connections/s", "httperf's target rate of new connections "
+           "(a rate profile's mean over the window)", "config", lambda w: w.target_rate_per_s),
+    Metric("target_request_rate_per_s", "requests/s", "the target rate times the workload's "
+           "mean requests per connection (the paper's x axis for SPECweb99)", "config",
+           lambda w: w.target_rate_per_s * w.host.workload.mean_requests_per_connection()),
+    Metric("duration_s", "s", "simulated time of the run", "config",
+           lambda w: w.host.config.duration_s),
+    Metric("warmup_s", "s", "initial time left out of every measure", "config",
+           lambda w: w.host.config.warmup_s),
+    Metric("seed", "", "seed of the run's random streams", "config", lambda w: w.host.config.seed),
+    Metric("idle_connections", "connections", "idle persistent connections held open",
+           "config", lambda w: w.host.config.idle_connections),
+    # -- what the clients and the server did over the window
+    Metric("reply_rate_per_s", "replies/s", "replies the clients received in time", "client",
+           lambda w: w.per_s(w.host.client.replies)),
+    Metric("connection_rate_per_s", "connections/s", "connections the clients attempted",
+           "client", lambda w: w.per_s(w.host.client.attempted)),
+    Metric("accept_rate_per_s", "connections/s", "connections accepted (Equation 1's "
+           "left-hand side)", "server", lambda w: w.per_s(w.server.accepts)),
+    Metric("accept_phases_per_s", "phases/s", "accept phases (Equation 1's first factor)",
+           "server", lambda w: w.per_s(w.server.accept_phases)),
+    Metric("accepts_per_phase", "connections", "accepts per accept phase (Equation 1's second "
+           "factor; None: no phase)", "server",
+           lambda w: ratio(w.server.accepts, w.server.accept_phases)),
+    Metric("accept_phases_skipped", "phases", "accept phases a policy skipped (limit 0)",
+           "server", lambda w: w.server.accept_skips),
+    Metric("drops_per_s", "SYNs/s", "SYN drops by rule (syn_q_full, accept_q_full, "
+           "drop_request), listen_overflow, and their total", "kernel",
+           lambda w: {k: w.per_s(v) for k, v in w.drops.items()}),
+    Metric("select_calls_per_s", "calls/s", "select() calls (None: the server has none)",
+           "server", lambda w: w.per_s(w.server.select_calls) if w.host.server.has_select
+           else None),
+    Metric("conns_per_work_phase", "connections", "connections served per work phase", "server",
+           lambda w: ratio(w.server.conns_worked, w.server.work_phases)),
+    Metric("response_time_ms", "ms", "the replies' response times: mean and percentiles",
+           "client", lambda w: summary_ms(w.host.client.response_times)),
+    Metric("open_connections_mean", "connections", "connections the server held open, on "
+           "average over time", "server", lambda w: w.per_s(w.server.open_area)),
+    Metric("client_timeouts_per_s", "connections/s", "connections httperf gave up on",
+           "client", lambda w: w.per_s(w.host.client.timeouts)),
+    Metric("wasted_replies_per_s", "replies/s", "replies sent to a client that had gone",
+           "client", lambda w: w.per_s(w.host.client.wasted_replies)),
+    Metric("client_reaction_ms_mean", "ms", "httperf's event-loop reaction delay (0 when the "
+           "client loop is not modelled)", "client", _reaction_ms),
+    Metric("cpu_share", "CPUs", "share of the CPU per category: kernel, the server's phases, "
+           "idle", "cpu", lambda w: w.cpu_share),
+    Metric("connections", "connections", "the window's connections: attempted, completed, "
+           "timed_out, in_flight_at_end", "client", _connections),
+    Metric("syn_drops_per_completed", "SYNs/connection", "SYN drops per completed connection "
+           "(None: none completed)", "client",
+           lambda w: ratio(w.host.client.completed_syn_drops, w.host.client.completed)),
+    Metric("syn_drops_per_timed_out", "SYNs/connection", "SYN drops per timed-out connection "
+           "(None: none timed out)", "client",
+           lambda w: ratio(w.host.client.timed_out_syn_drops, w.host.client.timed_out)),
+    Metric("httperf", "", "the window's totals in httperf's own terms (connections, replies, "
+           "reply-rate samples, errors)", "client", lambda w: w.host.client.httperf_summary()),
+    Metric("nstat_per_s", "events/s", "the drops under the names nstat gives them on a modern "
+           "kernel", "kernel", _nstat),
+    Metric("queues", "entries", "the largest SYN and accept queue lengths, and their "
+           "capacities", "kernel", _queues),
+    Metric("sim_cpu_time_s", "s", "the simulator's CPU time for the run", "simulator",
+           lambda w: w.cpu_time_s),
+    Metric("sim_conns_per_cpu_s", "connections/CPU-s", "the simulator's speed: connections "
+           "started per CPU second", "simulator",
+           lambda w: ratio(w.host.client.connections_started, w.cpu_time_s)),
+    # -- kept when asked for, or when they apply
+    Metric("replies_per_interval", "replies", "replies per series_interval_s over the whole "
+           "run (with series_interval_s > 0)", "client",
+           lambda w: list(w.host.client.series or ()),
+           present=lambda w: w.host.client.series is not None),
+    Metric("timeseries", "", "the time series, a column each (with timeseries_interval_s > 0; "
+           "acceptsim.models.series.COLUMNS)", "simulator",
+           lambda w: w.host.timeseries.columns if w.host.timeseries else None,
+           present=lambda w: w.host.timeseries is not None),
+    Metric("cfs", "", "the CFS bandwidth limit as the cgroup's cpu.stat reports it (with "
+           "cpu_quota > 0)", "cpu", _cfs, present=lambda w: w.host.cpu.bandwidth is not None),
+    Metric("threads_busy_mean", "threads", "a worker pool's busy threads, on average over "
+           "time", "server", lambda w: w.per_s(w.server.own["busy_area"]),
+           present=lambda w: "busy_area" in w.server.own),
+)
+
+
+def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: float) -> Window:
+    """The window between two snapshots of the host's counters (:meth:`Host.snapshot`)."""
+    config = host.config
+    seconds = config.duration_s - config.warmup_s
+    drops = differences(end["drops"], start["drops"])
+    drops["total"] = sum(drops.values())
+    used = differences(end["cpu"], start["cpu"])
+    shares = {KERNEL: used.pop(KERNEL) / seconds}
+    shares.update({k: v / seconds for k, v in used.items()})
+    idle = 1.0 - sum(shares.values())
+    shares["idle"] = 0.0 if abs(idle) < 1e-9 else idle  # float noise of summed costs
+    return Window(
+        host=host,
+        seconds=seconds,
+        server=end["server"].since(start["server"]),
+        drops=drops,
+        cookies=end["cookies_sent"] - start["cookies_sent"],
+        cpu_share=shares,
+        cfs=differences(end["cfs"], start["cfs"]) if end["cfs"] else {},
+        cpu_time_s=cpu_time_s,
+    )
+
+
+def record(window: Window) -> dict[str, Any]:
+    """The run record: every metric that applies, then the server's own measures."""
+    result = {
+        m.name: m.value(window) for m in METRICS if m.present is None or m.present(window)
+    }
+    result.update(window.host.server.result_extras(window.server, window.seconds))
+    return result
+
+
+def help_text() -> str:
+    """The record's fields, one a line (``acceptsim run --help``)."""
+    width = max(len(m.name) for m in METRICS)
+    lines = ["the run record's fields (--format json; the table shows the same):"]
+    for m in METRICS:
+        unit = f" [{m.unit}]" if m.unit else ""
+        lines.append(f"  {m.name:<{width}}  {m.meaning}{unit}")
+    lines.append("  then the server's own measures, if it has any (Flash's file cache, Knot's")
+    lines.append("  scheduling, a dispatch mechanism's calls)")
+    return "\n".join(lines)
+
+
+def markdown_table() -> str:
+    """The record's fields as a Markdown table (the documentation's)."""
+    rows = ["| field | unit | meaning | from |", "|---|---|---|---|"]
+    for m in METRICS:
+        rows.append(f"| `{m.name}` | {m.unit} | {m.meaning} | {m.source} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,110 @@
+"""The expected work of a run, known from its configuration before it starts, and the
+bounds beyond which :func:`acceptsim.models.experiment.simulate` (and ``acceptsim
+run``/``sweep``) refuse it unless forced.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from acceptsim.models import arrivals
+from acceptsim.models.config import RunConfig
+from acceptsim.sim.errors import ConfigError
+
+#: bounds on the expected work of one run (see :func:`estimate_work`), beyond which
+#: :func:`~acceptsim.models.experiment.simulate` (and ``acceptsim run``/``sweep``) refuse
+#: it unless forced: about ten minutes of one core at ~190,000 simulated connection
+#: attempts per CPU-second
+MAX_ATTEMPTS = 1e8
+#: time-series rows (``timeseries_interval_s``) plus reply-series values
+#: (``series_interval_s``) of one run, each kept in memory
+MAX_SERIES_POINTS = 1e6
+#: a server's threads and processes (Knot's threads, Flash's helpers, ...), each simulated
+MAX_PROCESSES = 100_000
+
+
+@dataclass(frozen=True)
+class Work:
+    """The expected work of one run, known before it starts."""
+
+    #: simulated connection attempts: the target rate (a profile's peak) plus a
+    #: server's own background stream, times the duration (retransmissions not
+    #: counted), plus the idle connections opened before the run
+    attempts: float
+    #: time-series rows and reply-series values the run keeps
+    series_points: float
+    #: the server's threads and processes (its parameters in those units), each simulated
+    processes: float = 0.0
+    #: the server parameters counted in ``processes``
+    process_fields: tuple[str, ...] = ()
+
+
+def estimate_work(config: RunConfig) -> Work:
+    """What ``config`` will cost: an upper estimate computed from its fields alone."""
+    profile = arrivals.parse(config.rate_profile)
+    server_params = config.build_server_params()
+    rate = config.rate_per_s if profile is None else profile.peak
+    rate += float(getattr(server_params, "bg_rate_per_s", 0.0))
+    points = 0.0
+    for interval in (config.timeseries_interval_s, config.series_interval_s):
+        if interval > 0:
+            points += config.duration_s / interval
+    attempts = rate * config.duration_s + config.idle_connections
+    fields = tuple(
+        row["name"] for row in server_params.describe() if row["unit"] in ("threads", "processes")
+    )
+    processes = float(sum(getattr(server_params, name) for name in fields))
+    return Work(attempts, points, processes, fields)
+
+
+#: how a user lifts the bounds of :func:`check_work`
+FORCE_HINT = "--force (force=True from Python) runs it anyway"
+
+
+def check_work(config: RunConfig, force: bool = False) -> Work:
+    """The run's :class:`Work`; beyond :data:`MAX_ATTEMPTS`, :data:`MAX_SERIES_POINTS` or
+    :data:`MAX_PROCESSES` a :class:`ConfigError` with the estimate and how to lift the
+    bound, unless ``force``."""
+    work = estimate_work(config)
+    if force:
+        return work
+    if not work.attempts <= MAX_ATTEMPTS:
+        seconds = work.attempts / SPEED_ATTEMPTS_PER_S
+        cost = (
+            "it would never end" if math.isinf(seconds) else
+            f"about {_duration_text(seconds)} of CPU at ~{SPEED_ATTEMPTS_PER_S:,.0f} attempts/s"
+        )  # fmt: skip
+        raise ConfigError(
+            "rate_per_s x duration_s", work.attempts,
+            f"at most {MAX_ATTEMPTS:.0e} simulated connection attempts per run (this one: "
+            f"{cost}); check the rate and duration, or {FORCE_HINT}",
+        )  # fmt: skip
+    if not work.series_points <= MAX_SERIES_POINTS:
+        raise ConfigError(
+            "duration_s / sampling interval", work.series_points,
+            f"at most {MAX_SERIES_POINTS:.0e} time-series points per run; use a longer "
+            f"timeseries_interval_s (--timeseries) or series_interval_s, or {FORCE_HINT}",
+        )  # fmt: skip
+    if not work.processes <= MAX_PROCESSES:
+        raise ConfigError(
+            "server_params " + " + ".join(work.process_fields), work.processes,
+            f"at most {MAX_PROCESSES:,.0f} simulated threads and processes per run, or "
+            f"{FORCE_HINT}",
+        )  # fmt: skip
+    return work
+
+
+#: the simulator's typical speed, for the time estimates in messages only
+SPEED_ATTEMPTS_PER_S = 190_000.0
+
+
+def _duration_text(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400 * 365:
+        return f"{seconds / 3600:,.0f} h"
+    return f"{seconds / (86400 * 365):,.3g} years"
+
