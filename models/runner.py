@@ -65,7 +65,7 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_work(point: Mapping[str, Any], force: bool = False) -> Work:
-    """A point's expected work; :class:`ConfigError` beyond the bounds of
+    """A point's expected work; :class:`~acceptsim.sim.errors.ConfigError` beyond the bounds of
     :func:`acceptsim.models.work.check_work` unless ``force``."""
     return experiment_check_work(RunConfig.from_dict(point), force)
 
