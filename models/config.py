@@ -135,7 +135,8 @@ class RunConfig(Params):
 
     @classmethod
     def from_dict(cls, data: Any, base: Any = None) -> RunConfig:
-        """As :meth:`~acceptsim.sim.params.Params.from_dict`, also taking ``costs``/``kernel`` by name or as tables."""
+        """As :meth:`~acceptsim.sim.params.Params.from_dict`, also taking ``costs`` and
+        ``kernel`` by name or as tables."""
         data = dict(data)
         start = base if base is not None else cls()
         if "costs" in data:

@@ -247,7 +247,8 @@ METRICS: tuple[Metric, ...] = (
 
 
 def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: float) -> Window:
-    """The window between two snapshots of the host's counters (:meth:`acceptsim.models.host.Host.snapshot`)."""
+    """The window between two snapshots of the host's counters
+    (:meth:`acceptsim.models.host.Host.snapshot`)."""
     config = host.config
     seconds = config.duration_s - config.warmup_s
     drops = differences(end["drops"], start["drops"])

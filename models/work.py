@@ -64,8 +64,8 @@ FORCE_HINT = "--force (force=True from Python) runs it anyway"
 
 def check_work(config: RunConfig, force: bool = False) -> Work:
     """The run's :class:`Work`; beyond :data:`MAX_ATTEMPTS`, :data:`MAX_SERIES_POINTS` or
-    :data:`MAX_PROCESSES` a :class:`~acceptsim.sim.errors.ConfigError` with the estimate and how to lift the
-    bound, unless ``force``."""
+    :data:`MAX_PROCESSES` a :class:`~acceptsim.sim.errors.ConfigError` with the estimate
+    and how to lift the bound, unless ``force``."""
     work = estimate_work(config)
     if force:
         return work

@@ -1,8 +1,8 @@
 """Measured runs against the simulator: predictions, calibration and validation.
 
-* :func:`~acceptsim.measure.calibrate.config_for` turns a measured run into the run configuration that
-  simulates it (server and ``multi_accept`` -> accept-limit, kernel profile,
-  target rate, duration, httperf timeout);
+* :func:`~acceptsim.measure.calibrate.config_for` turns a measured run into the run
+  configuration that simulates it (server and ``multi_accept`` -> accept-limit,
+  kernel profile, target rate, duration, httperf timeout);
 * :func:`predict` simulates every run under one cost set;
 * :func:`calibrate` fits chosen cost parameters with
   ``scipy.optimize.least_squares`` (bounded) to the measured reply rates,
@@ -11,7 +11,8 @@
 * :func:`validate` puts measured and predicted metrics side by side with the
   mean absolute percentage error of the reply rate (overall and per
   ``multi_accept`` setting) and, per rate, the measured and predicted
-  difference off minus on against the repeats' noise (:func:`~acceptsim.measure.calibrate.direction`).
+  difference off minus on against the repeats' noise
+  (:func:`~acceptsim.measure.calibrate.direction`).
 
 Runs whose clients, not the server, shaped the load
 (:meth:`~acceptsim.measure.run.MeasuredRun.client_limits`: httperf ran out
@@ -202,10 +203,11 @@ def validate(
     """Measured against predicted, per run, and the reply rate's mean absolute % error.
 
     The error is averaged over the runs whose clients did not limit the load
-    (:meth:`~acceptsim.measure.run.MeasuredRun.client_limits`); the others are listed under ``excluded``
-    with the reason, never dropped silently.  ``mape_reply_rate_by_multi_accept``
-    gives the error per setting and ``direction`` compares the measured and the
-    predicted difference between the settings per rate (see :func:`~acceptsim.measure.calibrate.direction`).
+    (:meth:`~acceptsim.measure.run.MeasuredRun.client_limits`); the others are listed
+    under ``excluded`` with the reason, never dropped silently.
+    ``mape_reply_rate_by_multi_accept`` gives the error per setting and ``direction``
+    compares the measured and the predicted difference between the settings per rate
+    (see :func:`~acceptsim.measure.calibrate.direction`).
     """
     predicted = predict(runs, costs, seed=seed, jobs=jobs)
     rows = []
