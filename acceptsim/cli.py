@@ -1,7 +1,7 @@
 """The ``acceptsim`` command.
 
 Every failure a user can cause ends with one line on stderr and exit status 2
-(a :class:`~sim.errors.ConfigError` names the field, the value and what is
+(a :class:`~acceptsim.sim.errors.ConfigError` names the field, the value and what is
 allowed).  SIGINT stops a command with exit status 130, SIGTERM with 143, one
 line each; a sweep keeps every run that finished (``--resume`` continues it).
 """

@@ -1,9 +1,10 @@
 """The domain: kernel listen path, clients, workloads, servers and accept policies.
 
-Follow one connection top-down: :mod:`models.client` starts it and sends its
-SYN, :mod:`models.kernel` queues or drops it, a server in
-:mod:`models.servers` accepts and serves it, and :mod:`models.client`
-receives the reply.  :mod:`models.experiment` runs one (its parts: configuration, host, record).
+Follow one connection top-down: :mod:`acceptsim.models.client` starts it and sends
+its SYN, :mod:`acceptsim.models.kernel` queues or drops it, a server in the package
+``acceptsim.models.servers`` accepts and serves it, and :mod:`acceptsim.models.client`
+receives the reply.  :mod:`acceptsim.models.experiment` runs one (its parts: the
+configuration, the host wired from it, the record).
 """
 
 # One module, one name: with the checkout on the import path the folder models/ is also

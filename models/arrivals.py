@@ -138,7 +138,8 @@ class Sine(RateProfile):
 
 
 class Bursty(RateProfile):
-    """Two-state Markov-modulated rate; call :meth:`bind` with the run's streams."""
+    """Two-state Markov-modulated rate; call :meth:`~acceptsim.models.arrivals.Bursty.bind`
+    with the run's streams."""
 
     kind = "bursty"
 
@@ -153,6 +154,7 @@ class Bursty(RateProfile):
         self.switch_times: list[float] = []
 
     def bind(self, streams: Streams) -> None:
+        """Draw the switching times from the run's streams (before the run starts)."""
         self._switch = streams.exponential("rate-profile", 1.0)
         self.switch_times = []
 

@@ -1,6 +1,6 @@
 """Files in memory and on disk: an LRU file cache with a byte budget, and one disk.
 
-Used by the Flash architectures (:mod:`models.servers.flash`).  A request
+Used by the Flash architectures (:mod:`acceptsim.models.servers.flash`).  A request
 for a file that is in the cache is served from memory; a miss needs a disk
 read first, after which the file is in the cache (evicting the least
 recently used files until it fits).

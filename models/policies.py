@@ -42,7 +42,7 @@ configuration with ``RunConfig(policy="aimd:decrease=0.7")`` or ``acceptsim
 run --policy aimd --policy-param decrease=0.7``.
 
 Errors: an unknown policy or parameter, or a parameter out of range, is a
-:class:`~sim.errors.ConfigError` naming the policy and the parameter (before
+:class:`~acceptsim.sim.errors.ConfigError` naming the policy and the parameter (before
 anything runs); a decision that raises, or returns a negative, fractional or
 non-numeric value, stops the run with a :class:`PolicyError` naming the
 policy and the decision.
@@ -224,7 +224,7 @@ class AcceptPolicy(Protocol):
 
 class Policy:
     """Convenient base class: no work-phase bound, nothing to reset.  Override
-    :meth:`accept_limit` (and optionally :meth:`work_budget`, :meth:`start`).
+    ``accept_limit()`` (and optionally ``work_budget()``, ``start()``).
 
     Built-in policies also declare ``Params`` (their parameter set) and ``TUNE``
     (``{parameter: (low, high, log_scale)}``: what ``acceptsim search --policy``

@@ -1,15 +1,15 @@
 """The engine side: nothing here knows about web servers.
 
-* :mod:`sim.native`: whether the compiled hot path or its Python sources run;
-* :mod:`sim.engine`: SimPy environment that drives the host CPU;
-* :mod:`sim.cpu`: one processor, interrupt work pre-empting one task;
-* :mod:`sim.streams`: per-run named random streams (SeedSequence);
-* :mod:`sim.params`: validated, frozen, unit-named parameter sets;
-* :mod:`sim.results`: flat result records;
-* :mod:`sim.stats`: confidence intervals, MSER-5 warm-up detection, a stopping rule;
-* :mod:`sim.sweep`: many runs with replications, in parallel or on a Dask
+* :mod:`acceptsim.sim.native`: whether the compiled hot path or its Python sources run;
+* :mod:`acceptsim.sim.engine`: SimPy environment that drives the host CPU;
+* :mod:`acceptsim.sim.cpu`: one processor, interrupt work pre-empting one task;
+* :mod:`acceptsim.sim.streams`: per-run named random streams (SeedSequence);
+* :mod:`acceptsim.sim.params`: validated, frozen, unit-named parameter sets;
+* :mod:`acceptsim.sim.results`: flat result records;
+* :mod:`acceptsim.sim.stats`: confidence intervals, MSER-5 warm-up detection, a stopping rule;
+* :mod:`acceptsim.sim.sweep`: many runs with replications, in parallel or on a Dask
   cluster, resumable, as a tidy DataFrame.  The module is callable:
-  ``sim.sweep(...)`` is :func:`sim.sweep.sweep`.
+  ``sim.sweep(...)`` is :func:`acceptsim.sim.sweep.sweep`.
 """
 
 # One module, one name: with the checkout on the import path the folder sim/ is also

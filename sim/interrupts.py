@@ -2,7 +2,7 @@
 
 Python runs a signal's handler (SIGINT's ``KeyboardInterrupt``, the command
 line's SIGTERM) only between the bytecodes of interpreted code.  Compiled, the
-event loop of :meth:`sim.engine.Environment.run` could run a whole simulation
+event loop of :meth:`acceptsim.sim.engine.Environment.run` could run a whole simulation
 without executing one, and a ^C would wait for the run to end.  So the loop
 calls :func:`window` every :data:`EVENTS_PER_WINDOW` events: running its
 bytecode is what lets a pending signal's handler run, and an exception it

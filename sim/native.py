@@ -11,10 +11,10 @@ The Python sources are used instead when
 * the environment variable ``ACCEPTSIM_PURE_PYTHON`` is set to ``1`` (to
   compare, or to debug and profile the models line by line), or
 * a source differs from the one compiled (an edited checkout not yet rebuilt:
-  ``make build``; the build records each source's digest in :data:`MANIFEST`);
+  ``make build``; the build records each source's digest in ``MANIFEST``);
   a warning says so, once.
 
-:func:`install` decides before the first hot module is imported
+:func:`~acceptsim.sim.native.install` decides before the first hot module is imported
 (``acceptsim.sim`` and ``acceptsim.models`` call it first thing); :func:`path_in_use` says
 what was chosen.
 This module imports only the standard library (``setup.py`` reads

@@ -7,7 +7,7 @@ maximises one metric of the record.
 * :func:`best_of`: evaluate a list of candidate values of one field (e.g. a
   log-scale ladder of accept-limits), each over the same replications
   (common random numbers: replication ``r`` of every candidate runs with the
-  same seed, see :func:`sim.sweep.replication_seed`), and pick the best with
+  same seed, see :func:`acceptsim.sim.sweep.replication_seed`), and pick the best with
   a 95 % confidence interval.  Because the candidates share their random
   numbers, they are compared by *paired* differences: a candidate is
   *indistinguishable* from the best when the CI of its paired difference
@@ -77,7 +77,7 @@ def evaluate(
     force: bool = False,
 ) -> np.ndarray:
     """The metric for every point and replication (array ``[point, replication]``);
-    ``force`` lifts the sweep's work bounds (see :func:`sim.sweep.sweep`)."""
+    ``force`` lifts the sweep's work bounds (see :func:`acceptsim.sim.sweep.sweep`)."""
     from acceptsim.sim.sweep import sweep
 
     frame = sweep(

@@ -14,7 +14,7 @@ The engine knows nothing about the model it runs.  A sweep is given a *run
 function* (point -> flat-able result record) and optionally a *normalise*
 function (point -> the full, validated configuration, e.g. with defaults
 filled in).  When neither is given, :func:`sweep` imports the domain's
-(:mod:`models.runner`) at call time, so ``import sim`` stays model-free.
+(:mod:`acceptsim.models.runner`) at call time, so ``import sim`` stays model-free.
 
 Reproducibility
     A run's result depends only on its configuration.  Replication ``r`` of
@@ -495,7 +495,7 @@ def sweep(
 
     ``scenario``
         a scenario name (resolved by the domain), a TOML file, a
-        :class:`~sim.scenario.Scenario`, or a list of points (configuration dicts).
+        :class:`~acceptsim.sim.scenario.Scenario`, or a list of points (configuration dicts).
     ``run``, ``normalise``
         the run function (point -> result record; must be picklable, i.e. a
         module-level function, for ``jobs > 1`` or a cluster) and the function
@@ -511,13 +511,14 @@ def sweep(
         base fields to change (e.g. ``{"duration_s": 5}``) and swept lists to
         replace (e.g. ``{"rate_per_s": [20000, 24000]}``).
     ``stop``
-        a :class:`~sim.stats.StoppingRule`: after the first ``replications``
+        a :class:`~acceptsim.sim.stats.StoppingRule`: after the first ``replications``
         (at least its minimum), add replications to each configuration until
         its metric's relative CI half-width is under the target.
     ``check``, ``force``
-        ``check(config, force)`` raises :class:`ConfigError` for a run whose expected
-        work is beyond its bound (default: the domain's ``check_work``); a sweep of
-        more than :data:`MAX_RUNS` runs is refused too.  ``force=True`` lifts both.
+        ``check(config, force)`` raises :class:`~acceptsim.sim.errors.ConfigError` for a
+        run whose expected work is beyond its bound (default: the domain's
+        ``check_work``); a sweep of more than :data:`MAX_RUNS` runs is refused too.
+        ``force=True`` lifts both.
 
     All points are validated (``normalise``, ``check``) before anything runs.  The
     returned frame has ``attrs["sweep"]`` with the description also stored
@@ -604,8 +605,8 @@ def check_size(
     check: CheckFn | None,
     force: bool,
 ) -> int:
-    """The most runs the sweep can make; :class:`ConfigError` beyond :data:`MAX_RUNS`, or
-    if ``check`` refuses one configuration, unless ``force``."""
+    """The most runs the sweep can make; :class:`~acceptsim.sim.errors.ConfigError` beyond
+    :data:`MAX_RUNS`, or if ``check`` refuses one configuration, unless ``force``."""
     most = [max(c, stop.max_replications) if stop else c for c in counts]
     runs = sum(most)
     if not force and runs > MAX_RUNS:

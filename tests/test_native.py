@@ -1,6 +1,6 @@
 """The compiled hot path (mypyc) and its Python sources give identical results.
 
-Each way runs in its own process (the choice is made at import: :mod:`sim.native`)
+Each way runs in its own process (the choice is made at import: :mod:`acceptsim.sim.native`)
 over a reference set: every server with both paper workloads in overload, plus
 policies, a CPU quota and the modern kernel profile.  Records are compared
 field by field, bit for bit, except the simulator's own CPU-time figures.

@@ -1,6 +1,6 @@
 """Property tests over the registry: conservation and capacities hold for every server.
 
-Parametrised once over :data:`models.servers.registry.SERVERS`, so a new server
+Parametrised once over :data:`acceptsim.models.servers.registry.SERVERS`, so a new server
 is tested by being registered; what a server needs to exercise its features in
 a short run comes from its spec (``test_params``, ``idle_connections``).
 """

@@ -1,6 +1,6 @@
 """``acceptsim bench``: simulator speed, in simulated connection attempts per CPU-second.
 
-For every server registered in :data:`models.experiment.SERVERS`, one run of
+For every server registered in :data:`acceptsim.models.experiment.SERVERS`, one run of
 the one-packet workload at 24,000 requests/s (the paper's overload region);
 prints JSON ``{"<server>": {"conns_per_cpu_s": ..., ...}, ...}``.  CPU time is
 the simulating process's own (``time.process_time``) over the run's event
@@ -13,7 +13,7 @@ figure is also given as ``heap_loop_ratio``: its connection attempts per
 CPU-second over the customers per CPU-second of a bare pure-Python heapq
 M/M/1 loop (:func:`heap_loop_speed`) timed in the same run, the ceiling of
 pure Python for the simplest simulation.  ``hot_path`` says whether the
-compiled hot path or its Python sources ran (:mod:`sim.native`).
+compiled hot path or its Python sources ran (:mod:`acceptsim.sim.native`).
 
 ``--profile N`` also runs each server once under :mod:`cProfile` and writes
 its N most expensive functions (own time) to standard error.  The profiler

@@ -55,6 +55,9 @@ DEFAULT_FIT = ("request_s", "rx_segment_s")
 
 
 def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
+    """The run configuration that simulates ``run`` under ``costs``: its server model and
+    ``multi_accept`` (accept-limit inf or 1), its CFS quota, kernel profile, target rate,
+    spacing, httperf timeout and duration, measured from the start (no warm-up)."""
     info = run.info
     if info.server.name not in SERVER_MODELS:
         raise ConfigError(

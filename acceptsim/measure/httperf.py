@@ -21,7 +21,7 @@ a summary (see ``stat/basic.c`` and ``stat/wsess_stat.c`` in its sources)::
 
 plus, with ``--wsess`` or ``--wsesslog``, the ``Session ...`` lines.  Every
 line of the summary is parsed; a line we do not know, a line we know with
-the wrong shape, or a summary that stops early raises :class:`ParseError`
+the wrong shape, or a summary that stops early raises :class:`~acceptsim.measure.errors.ParseError`
 naming the file and the line.  Several summaries may follow each other in
 one file (one per httperf process of a run): each starts at httperf's echo
 of its command line.

@@ -2,7 +2,7 @@
 
 Schema (``format = "acceptsim-measured-run/1"``; every table is optional
 except ``[server]`` and ``[load]``; keys not given take the documented
-default; unknown keys or bad values raise :class:`ConfigError` naming the
+default; unknown keys or bad values raise :class:`~acceptsim.sim.errors.ConfigError` naming the
 file and the key)::
 
     format = "acceptsim-measured-run/1"   # required
