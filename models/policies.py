@@ -51,12 +51,18 @@ policy and the decision.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.params import Params, ascii_number, param, summary_of
+from acceptsim.sim.params import (
+    Params,
+    ascii_number,
+    param,
+    parse_value,
+    split_assignment,
+    summary_of,
+)
 
 if TYPE_CHECKING:
     from acceptsim.models.client import Client
@@ -744,21 +750,9 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         raise ConfigError("policy", name, "one of " + ", ".join(POLICIES))
     values: dict[str, Any] = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"policy.{name}", item, "key=value")
-        values[key.strip()] = parse_value(text.strip())
+        key, text = split_assignment(f"policy.{name}", item, "key=value")
+        values[key] = parse_value(text)
     return name, values
-
-
-def parse_value(text: str) -> Any:
-    """A TOML value (number, boolean, quoted string), ``inf``, else the text itself."""
-    if text.lower() in ("inf", "infinity"):
-        return INF
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
 
 
 def format_spec(name: str, values: dict[str, Any]) -> str:

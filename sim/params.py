@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tomllib
 from collections.abc import Mapping
 from typing import Any, Self
 
@@ -30,6 +31,33 @@ def ascii_number(text: str, kind: type = float) -> Any:
     if not text.isascii() or "_" in text or len(text) > 100:
         raise ValueError(text)
     return kind(text)
+
+
+def parse_value(text: str) -> Any:
+    """A value as written on a command line or in a policy spec: ``inf`` or ``infinity``
+    in any case, a TOML value (number, boolean, quoted string, array), else the text
+    itself (a bare word); surrounding spaces do not count.  The one reader of such
+    values: ``acceptsim run --server-param``, ``sweep``/``search`` ``--set`` and policy
+    specs give one value for one text."""
+    text = text.strip()
+    if text.lower() in _INF_WORDS:
+        return INF
+    if "\n" in text or "\r" in text:  # one value, never a TOML document's further keys
+        return text
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def split_assignment(field: str, text: str, form: str = "KEY=VALUE") -> tuple[str, str]:
+    """``KEY=VALUE`` split at its first ``=``, both sides stripped; a
+    :class:`~acceptsim.sim.errors.ConfigError` naming ``field`` when there is no ``=`` or
+    no key (``form`` says what is allowed)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(field, text, form)
+    return key.strip(), value.strip()
 
 
 def summary_of(obj: object) -> str:

@@ -188,7 +188,7 @@ def test_cli_errors_name_the_policy_and_parameter(capsys: pytest.CaptureFixture[
 def test_compare_puts_each_policy_against_the_best_static_limit() -> None:
     import pandas as pd
 
-    from acceptsim.commands.compare import compare
+    from acceptsim.analysis import compare
 
     frame = pd.DataFrame({
         "server": ["tux"] * 5, "rate_per_s": [20000.0] * 5, "rate_profile": [""] * 5,

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptsim.commands.compare import regret
-from acceptsim.commands.oracle import oracle
+from acceptsim.analysis import oracle, regret
 
 
 def _row(server: str, rate: float, policy: str, replies: float, p99: float | None = None,

@@ -24,7 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from acceptsim.commands.search import add_point_arguments, base_point
+from acceptsim.analysis import oracle
+from acceptsim.commands.common import add_point_arguments, base_point
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models.config import RunConfig
 from acceptsim.models.policies import check_limit
@@ -33,9 +34,6 @@ from acceptsim.models.work import check_work
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import json_safe
 from acceptsim.sim.sweep import run_many
-
-#: the time-series columns the oracle reads
-COLUMNS = ("time_s", "reply_rate_per_s", "response_time_p99_ms")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -55,90 +53,6 @@ def add_parser(subparsers: Any) -> None:
 def run_with_series(point: Mapping[str, Any]) -> dict[str, Any]:
     """One run's record, with its time series (a sweep's runner drops it)."""
     return run_point(point, timeseries=True)
-
-
-def _within(p99_ms: Any, bound_ms: float | None) -> bool:
-    """A response-time percentile meets the bound (no reply at all, None or NaN in a
-    frame: nothing exceeds it)."""
-    return bound_ms is None or _ms(p99_ms) is None or p99_ms <= bound_ms
-
-
-def _ms(value: Any) -> float | None:
-    """A frame's percentile as a number, or None for no reply (a frame's NaN)."""
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def oracle(
-    series: Mapping[str, pd.DataFrame],
-    run_p99_ms: Mapping[str, float | None] | None = None,
-    p99_bound_ms: float | None = None,
-    after_s: float = 0.0,
-) -> dict[str, Any]:
-    """The per-interval best of several static limits against the best single one.
-
-    ``series`` maps each limit's label to its run's time series (columns
-    :data:`COLUMNS`, the same ``time_s`` in every one); only intervals ending
-    after ``after_s`` count.  With ``p99_bound_ms`` a limit is eligible in an
-    interval if its replies' p99 there is within the bound, and as the best
-    static limit if its whole run's p99 (``run_p99_ms``) is.
-
-    Returns ``best_static`` (label or None), ``best_static_reply_rate_per_s``
-    and ``oracle_reply_rate_per_s`` (means over the intervals), ``headroom_pct``
-    (oracle over best static, in percent), ``intervals`` (per interval: its end,
-    the best eligible limit or None, its reply rate and p99, and the best static
-    limit's reply rate and p99 there) and ``intervals_without_eligible``.
-    """
-    if not series:
-        raise ValueError("no limits to compare")
-    frames = {label: df[df["time_s"] > after_s + 1e-9].reset_index(drop=True)
-              for label, df in series.items()}  # fmt: skip
-    times = next(iter(frames.values()))["time_s"].tolist()
-    for label, df in frames.items():
-        if df["time_s"].tolist() != times:
-            raise ValueError(f"limit {label}: its intervals differ from the others'")
-    if not times:
-        raise ValueError("no interval ends after the warm-up")
-    means = {label: float(df["reply_rate_per_s"].mean()) for label, df in frames.items()}
-    run_p99 = dict(run_p99_ms or {})
-    eligible_static = [label for label in frames if _within(run_p99.get(label), p99_bound_ms)]
-    best_static = max(eligible_static, key=lambda label: means[label], default=None)
-    rows = []
-    total = 0.0
-    without = 0
-    # the best static limit first: in a tie it stays the interval's best (the table then
-    # shows a different limit only where switching would gain)
-    order = sorted(frames, key=lambda label: label != best_static)
-    for i, t in enumerate(times):
-        best, best_rate, best_p99 = None, 0.0, None
-        for label in order:
-            df = frames[label]
-            rate = float(df["reply_rate_per_s"].iloc[i])
-            p99 = df["response_time_p99_ms"].iloc[i]
-            if _within(p99, p99_bound_ms) and (best is None or rate > best_rate):
-                best, best_rate, best_p99 = label, rate, p99
-        if best is None:
-            without += 1
-        total += best_rate
-        row: dict[str, Any] = {"time_s": t, "best_limit": best, "reply_rate_per_s": best_rate,
-                               "response_time_p99_ms": _ms(best_p99)}  # fmt: skip
-        if best_static is not None:
-            static = frames[best_static]
-            row["best_static_reply_rate_per_s"] = float(static["reply_rate_per_s"].iloc[i])
-            row["best_static_p99_ms"] = _ms(static["response_time_p99_ms"].iloc[i])
-        rows.append(row)
-    oracle_rate = total / len(times)
-    static_rate = means[best_static] if best_static is not None else None
-    return {
-        "best_static": best_static,
-        "best_static_reply_rate_per_s": static_rate,
-        "best_static_p99_ms": run_p99.get(best_static) if best_static is not None else None,
-        "oracle_reply_rate_per_s": oracle_rate,
-        "headroom_pct": 100.0 * (oracle_rate / static_rate - 1.0) if static_rate else None,
-        "p99_bound_ms": p99_bound_ms,
-        "mean_reply_rate_per_s": means,
-        "intervals": rows,
-        "intervals_without_eligible": without,
-    }
 
 
 def _label(limit: float) -> str:

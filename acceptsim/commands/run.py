@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tomllib
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
@@ -18,6 +17,7 @@ from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS, MAX_SERIES_POINTS, check_work
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.results import flatten, json_safe
 
 
@@ -151,13 +151,8 @@ def parse_assignments(field: str, items: list[str]) -> dict[str, Any]:
     """``NAME=VALUE`` items as a table; values are read as TOML (numbers, true, "text")."""
     table: dict[str, Any] = {}
     for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(field, item, "NAME=VALUE")
-        try:
-            table[name.strip()] = tomllib.loads(f"v = {text.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            table[name.strip()] = text.strip()  # a bare word: a string
+        name, text = split_assignment(field, item, "NAME=VALUE")
+        table[name] = parse_value(text)
     return table
 
 

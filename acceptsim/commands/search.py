@@ -23,17 +23,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from acceptsim.commands.sweep import parse_assignment, parse_value
+from acceptsim.commands.common import add_point_arguments, base_point
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import policies
-from acceptsim.models.config import RunConfig
 from acceptsim.models.policies import check_limit
-from acceptsim.models.work import check_work
 from acceptsim.sim import search as search_mod
 from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.results import json_safe
-
-DEFAULT_CANDIDATES = "1,2,4,8,16,32,64,128,256,inf"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -60,25 +57,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--force", action="store_true", help="run even beyond the work bounds "
                    "(10,000 runs per evaluation; 1e8 simulated connection attempts per run)")
     p.set_defaults(main=main)
-
-
-def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
-    """The run every candidate accept-limit shares (read by :func:`base_point`), the
-    ladder of candidates and the parallel jobs: arguments of ``search`` and ``oracle``."""
-    p.add_argument("--server", default="userver")
-    p.add_argument("--workload", default="one-packet")
-    p.add_argument("--rate", required=True, help="target connection rate per second")
-    p.add_argument("--rate-profile", default="", help="time-varying rate (see `run --help`)")
-    p.add_argument("--duration", default=str(duration_s),
-                   help=f"simulated seconds per run (default {duration_s})")
-    p.add_argument("--warmup", default="0", help="seconds left out of each run (default 0, "
-                   "httperf-style)")
-    p.add_argument("--seed", default="1")
-    p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other run field, e.g. --set costs=cluster2 (repeatable)")
-    p.add_argument("--candidates", default=DEFAULT_CANDIDATES,
-                   help=f"accept-limits to try (default {DEFAULT_CANDIDATES})")
 
 
 def plot_curve(out: dict[str, Any], path: str) -> None:
@@ -111,23 +89,6 @@ def plot_curve(out: dict[str, Any], path: str) -> None:
 
 #: the most parameter settings ``--max-evals`` may ask for (each a sweep of replications)
 MAX_EVALS = 1000
-
-
-def base_point(args: argparse.Namespace) -> dict[str, Any]:
-    point: dict[str, Any] = {
-        "server": args.server,
-        "workload": args.workload,
-        "rate_per_s": parse_number("rate", args.rate),
-        "rate_profile": args.rate_profile,
-        "duration_s": parse_number("duration", args.duration),
-        "warmup_s": parse_number("warmup", args.warmup),
-        "seed": parse_int("seed", args.seed),
-    }
-    for item in args.set:
-        key, value = parse_assignment("--set", item)
-        point[key] = parse_value(value)
-    check_work(RunConfig.from_dict(point), args.force)  # validate, refuse a huge run, first
-    return point
 
 
 def search_static(
@@ -207,13 +168,13 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError("policy", name, "one of " + ", ".join(policies.POLICIES))
         fixed = {}
         for item in args.policy_param:
-            key, value = parse_assignment("--policy-param", item)
+            key, value = split_assignment("--policy-param", item)
             fixed[key] = parse_value(value)
         bounds = dict(policies.POLICIES[name].TUNE)
         if args.tune:
             bounds = {}
             for item in args.tune:
-                key, text = parse_assignment("--tune", item)
+                key, text = split_assignment("--tune", item)
                 lo, sep, hi = text.partition(":")
                 if not sep:
                     raise ConfigError("--tune", item, "KEY=LOW:HIGH")

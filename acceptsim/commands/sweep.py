@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import runner
 from acceptsim.models.work import MAX_ATTEMPTS
 from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.stats import StoppingRule
 from acceptsim.sim.sweep import MAX_RUNS, summary
 from acceptsim.sim.sweep import sweep as run_sweep
@@ -64,25 +64,10 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(main=main)
 
 
-def parse_value(text: str) -> Any:
-    """A TOML value (number, boolean, string in quotes, inf), else the text itself."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def parse_assignment(option: str, text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(option, text, "KEY=VALUE")
-    return key.strip(), value.strip()
-
-
 def main(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     for item in args.set:
-        key, value = parse_assignment("--set", item)
+        key, value = split_assignment("--set", item)
         overrides[key] = parse_value(value)
     if args.duration is not None:
         overrides["duration_s"] = parse_number("duration", args.duration)
@@ -97,8 +82,8 @@ def main(args: argparse.Namespace) -> int:
         overrides["series_interval_s"] = interval
     vary: dict[str, list[Any]] = {}
     for item in args.vary:
-        key, values = parse_assignment("--vary", item)
-        vary[key] = [parse_value(v.strip()) for v in values.split(",") if v.strip()]
+        key, values = split_assignment("--vary", item)
+        vary[key] = [parse_value(v) for v in values.split(",") if v.strip()]
     replications = parse_int("replications", args.replications)
     jobs = parse_int("jobs", args.jobs) if args.jobs is not None else None
     stop = None

@@ -1,0 +1,49 @@
+"""What several commands share: the options of one simulated point and its parsing."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from acceptsim.config_io import parse_int, parse_number
+from acceptsim.models.config import RunConfig
+from acceptsim.models.work import check_work
+from acceptsim.sim.params import parse_value, split_assignment
+
+DEFAULT_CANDIDATES = "1,2,4,8,16,32,64,128,256,inf"
+
+
+def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
+    """The run every candidate accept-limit shares (read by :func:`base_point`), the
+    ladder of candidates and the parallel jobs: arguments of ``search`` and ``oracle``."""
+    p.add_argument("--server", default="userver")
+    p.add_argument("--workload", default="one-packet")
+    p.add_argument("--rate", required=True, help="target connection rate per second")
+    p.add_argument("--rate-profile", default="", help="time-varying rate (see `run --help`)")
+    p.add_argument("--duration", default=str(duration_s),
+                   help=f"simulated seconds per run (default {duration_s})")
+    p.add_argument("--warmup", default="0", help="seconds left out of each run (default 0, "
+                   "httperf-style)")
+    p.add_argument("--seed", default="1")
+    p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other run field, e.g. --set costs=cluster2 (repeatable)")
+    p.add_argument("--candidates", default=DEFAULT_CANDIDATES,
+                   help=f"accept-limits to try (default {DEFAULT_CANDIDATES})")
+
+
+def base_point(args: argparse.Namespace) -> dict[str, Any]:
+    point: dict[str, Any] = {
+        "server": args.server,
+        "workload": args.workload,
+        "rate_per_s": parse_number("rate", args.rate),
+        "rate_profile": args.rate_profile,
+        "duration_s": parse_number("duration", args.duration),
+        "warmup_s": parse_number("warmup", args.warmup),
+        "seed": parse_int("seed", args.seed),
+    }
+    for item in args.set:
+        key, value = split_assignment("--set", item)
+        point[key] = parse_value(value)
+    check_work(RunConfig.from_dict(point), args.force)  # validate, refuse a huge run, first
+    return point

@@ -1,0 +1,73 @@
+"""One reader of command-line values (acceptsim.sim.params.parse_value) and command
+modules that share code through acceptsim.commands.common, never through each other."""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acceptsim.commands.run import parse_assignments
+from acceptsim.models.policies import parse_spec
+from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.params import parse_value, split_assignment
+
+COMMANDS = Path(__file__).resolve().parent.parent / "acceptsim" / "commands"
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
+def test_an_integer_reads_back(value: int) -> None:
+    assert parse_value(f" {value} ") == value
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_finite_float_reads_back(value: float) -> None:
+    assert parse_value(repr(value)) == value
+
+
+@pytest.mark.parametrize("text", ["inf", "INF", "Infinity", " inf ", "+inf"])
+def test_infinity_in_any_case(text: str) -> None:
+    assert parse_value(text) == math.inf
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("true", True), ('"quoted text"', "quoted text"), ("abc", "abc"), ("  abc  ", "abc"),
+    ("[1, 2]", [1, 2]), ("1e3", 1000.0), ("1\nx = 2", "1\nx = 2"),
+])  # fmt: skip
+def test_toml_values_else_the_text(text: str, value: object) -> None:
+    assert parse_value(text) == value
+
+
+@pytest.mark.parametrize("text", ["1e3", "inf", "Infinity", "true", "abc", "10", '"x"'])
+def test_a_server_param_a_policy_spec_and_a_set_read_one_text_alike(text: str) -> None:
+    from_run = parse_assignments("server-param", [f"backlog={text}"])["backlog"]
+    from_policy = parse_spec(f"aimd:decrease={text}")[1]["decrease"]
+    key, raw = split_assignment("--set", f"rate_per_s = {text}")
+    assert key == "rate_per_s"
+    assert from_run == from_policy == parse_value(raw)
+
+
+@pytest.mark.parametrize("text", ["novalue", "=1", " = 2"])
+def test_an_assignment_without_a_key_names_the_field(text: str) -> None:
+    with pytest.raises(ConfigError, match="--set"):
+        split_assignment("--set", text)
+
+
+def test_no_command_module_imports_another_command_module() -> None:
+    """Commands share code through ``acceptsim.commands.common`` and the library
+    (``acceptsim.analysis``, ``acceptsim.models``), never through each other."""
+    names = {p.stem for p in COMMANDS.glob("*.py")} - {"__init__", "common"}
+    offenders = []
+    for path in sorted(COMMANDS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[:2] == ["acceptsim", "commands"]:
+                    imported = parts[2:] or [a.name for a in node.names]
+                    if set(imported) & (names - {path.stem}):
+                        offenders.append(f"{path.name}: {node.module}")
+    assert offenders == []
