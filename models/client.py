@@ -100,7 +100,7 @@ _TICK_EPS: Final = 1e-6
 class _Uniforms:
     """Uniform draws on [0, 1) from the run's stream ``name``, read natively by the
     compiled client: the values ``streams.sampler(name, lambda g, n: g.random(n))``
-    gives, drawn in the same blocks of :data:`~sim.streams.BLOCK_SIZE` (a generic
+    gives, drawn in the same blocks of :data:`~acceptsim.sim.streams.BLOCK_SIZE` (a generic
     sampler is a call through Python's calling convention for every value)."""
 
     __slots__ = ("_gen", "_block", "_next")

@@ -23,7 +23,7 @@ request; a SYN-ACK that reaches a client whose socket is gone draws a RST,
 which removes the request.  On 2.4 one timer per listening socket does this
 every 200 ms over a share of the SYN queue's hash table (a clock hand), so a
 retransmission comes up to a lap of the hand after its expiry
-(``synq_timer_s``; :meth:`ListenSocket._synack_fires`).
+(``synq_timer_s``; ``ListenSocket._synack_fires``).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ DROP_KINDS: Final = ("syn_q_full", "accept_q_full", "drop_request", "listen_over
 
 
 class ClientSide(Protocol):
-    """What the listen path sends the client machines (:class:`models.client.Client`;
+    """What the listen path sends the client machines (:class:`acceptsim.models.client.Client`;
     a test may stand in for them)."""
 
     def syn_ack(self, conn: Connection) -> None:

@@ -21,7 +21,7 @@ Contract
   end one second later.  So ``task_end`` is always the exact instant the
   current burst ends given the work charged so far, and the environment
   only compares it with the next event's time.  When ``task_end`` comes
-  first, :meth:`sim.engine.Environment.run` steps the task to its next
+  first, :meth:`acceptsim.sim.engine.Environment.run` steps the task to its next
   yield and sets the next ``task_end`` (inline there: it is the engine's
   hottest path).
 

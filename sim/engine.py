@@ -22,7 +22,7 @@ timeouts and processes all work as in SimPy.  For speed it adds:
 * a :class:`Clock` (``env.clock``): the current time (``clock.now``), the
   event heap and its sequence numbers, in one small object that the
   compiled hot path reads as native fields;
-* a :class:`sim.cpu.Cpu` whose task is advanced *between* events: before
+* a :class:`acceptsim.sim.cpu.Cpu` whose task is advanced *between* events: before
   each event is processed, the task runs every burst that ends no later than
   that event.
 
@@ -345,7 +345,7 @@ class TimerLane:
 
 
 class Environment(simpy.Environment):
-    """A SimPy environment that also drives one :class:`~sim.cpu.Cpu`."""
+    """A SimPy environment that also drives one :class:`~acceptsim.sim.cpu.Cpu`."""
 
     def __init__(self, initial_time: float = 0.0) -> None:
         #: the current time and the event heap (:class:`Clock`)

@@ -127,13 +127,19 @@ class AcceptPhase:
         #: the connection the last :meth:`take` popped (None after a failed accept)
         self.conn: Connection | None = None
         self.listen: ListenSocket = server.listen
+        #: the accept-limit of the phase under way
         self.limit = 0.0
+        #: the connections the phase under way has accepted
         self.accepted = 0
-        # counters (cumulative)
+        #: accept phases that accepted at least one connection (cumulative, as below)
         self.phases = 0
+        #: connections accepted
         self.accepts = 0
+        #: accept() calls that found the queue empty
         self.failed = 0
+        #: phases the policy skipped with a limit of 0
         self.skips = 0
+        #: whether the last phase was skipped
         self.skipped = False
 
     def ready(self, listen: ListenSocket) -> bool:
@@ -279,6 +285,7 @@ class Server:
         self.cpu.start(self.run())
 
     def run(self) -> Task:
+        """The server's loop, as a task for the CPU (each server defines its own)."""
         raise NotImplementedError
 
     # -- the accept phase -------------------------------------------------------------

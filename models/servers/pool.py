@@ -42,9 +42,11 @@ if TYPE_CHECKING:
 SCHEDULE: Final = "schedule"
 WORK: Final = "work"
 
-#: what :meth:`WorkerPool.serve` tells the worker body
-NEXT: Final = 1  # it served a step: look at the connection again
-BLOCKED: Final = 2  # the worker blocks (in read(), on the disk, on a full socket buffer)
+#: what :meth:`WorkerPool.serve` tells the worker body: it served a step, look at the
+#: connection again
+NEXT: Final = 1
+#: ...or: the worker blocks (in read(), on the disk, on a full socket buffer)
+BLOCKED: Final = 2
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -118,6 +120,8 @@ class WorkerPool(Server):
 
     # -- the scheduler and the worker body ------------------------------------------------
     def run(self) -> Task:
+        """The scheduler: switch to the next runnable worker (a switch costs
+        :meth:`switch_s`) and run its body until it blocks; idle when none is runnable."""
         while True:
             w = self.next_worker()
             if w is None:
