@@ -18,6 +18,7 @@ from acceptsim import __version__
 from acceptsim.commands import (
     bench,
     calibrate,
+    calibrate_paper,
     compare,
     measure,
     oracle,
@@ -34,6 +35,7 @@ from acceptsim.sim.errors import ConfigError, shorten
 
 COMMANDS = [
     run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure, calibrate,
+    calibrate_paper,
 ]
 
 

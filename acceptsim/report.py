@@ -236,10 +236,10 @@ def section7_section(
     text = (
         "## Past saturation: brief section 7 under the paper's protocol\n\n"
         "Two-minute runs measured from their start, seed 1, default parameter sets "
-        "(`python -m acceptsim.models.calibration section7`).  Past saturation the figures above, "
+        "(`acceptsim calibrate-paper section7`).  Past saturation the figures above, "
         "from shorter runs, are higher: the clients' held sockets, and with them the "
         "collapse, build up over the first timeout and the SYN retransmissions.  `fitted`: "
-        "the number was a target of `python -m acceptsim.models.calibration overload`.\n\n"
+        "the number was a target of `acceptsim calibrate-paper overload`.\n\n"
         + markdown_table(rows) + "\n\n"
     )
     for rate in sorted({float(r) for r in frame["target_rate_per_s"]}):

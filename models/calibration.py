@@ -1,12 +1,12 @@
 """Fit the TUX (cluster 1) and Knot (cluster 2) cost fields to the paper's peaks,
 and the SPECweb99-like client think time to the paper's userver ratio.
 
-Usage::
+The command line is ``acceptsim calibrate-paper`` (acceptsim/commands/calibrate_paper.py)::
 
-    python -m acceptsim.models.calibration tux     [--maxfev 12] [--write]
-    python -m acceptsim.models.calibration knot    [--maxfev 12] [--write]
-    python -m acceptsim.models.calibration specweb [--write]
-    python -m acceptsim.models.calibration joint-cluster1 [--maxfev 26] [--check] [--write]
+    acceptsim calibrate-paper tux     [--maxfev 12] [--write]
+    acceptsim calibrate-paper knot    [--maxfev 12] [--write]
+    acceptsim calibrate-paper specweb [--write]
+    acceptsim calibrate-paper joint-cluster1 [--maxfev 26] [--check] [--write]
 
 A candidate parameter vector is scored by simulating the paper's one-packet
 runs (the same run length, warm-up and seed as the scenarios, so the fit is
@@ -38,7 +38,6 @@ overload numbers the paper's two-minute runs.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,7 +50,6 @@ from scipy.optimize import brentq, minimize, minimize_scalar
 
 from acceptsim.models.costs import PARAMETER_SETS, HostCosts
 from acceptsim.models.runner import run_point
-from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.sweep import run_many
 
 RESULTS = Path(str(resources.files("acceptsim.models") / "calibration_results.toml"))
@@ -329,7 +327,7 @@ def write_joint(problem: JointProblem, outcome: dict[str, Any], path: Path = RES
     lines += [f"{k} = {v:.4e}\n" for k, v in outcome["values_s"].items()]
     lines += target_lines(f"{problem.name}.residual", list(problem.peaks) + overload,
                           outcome["best"]["peaks"] + outcome["best"]["overload"], show=False)
-    _write_section(problem.name, "".join(lines), path)
+    write_section(problem.name, "".join(lines), path)
 
 
 def overload_points(
@@ -432,7 +430,7 @@ def write_overload(problem: OverloadProblem, outcome: dict[str, Any], path: Path
              f"[{problem.name}.fitted]\n", f"{problem.field} = {outcome['value']:.4e}\n"]
     lines += target_lines(f"{problem.name}.residual", outcome["targets"], outcome["values"],
                           show=False)
-    _write_section(problem.name, "".join(lines), path)
+    write_section(problem.name, "".join(lines), path)
 
 
 def ratio(problem: RatioProblem, value: float, jobs: int | None = None) -> float:
@@ -478,7 +476,7 @@ def write_ratio(problem: RatioProblem, outcome: dict[str, Any], path: Path = RES
         f"simulated = {r:.4f}\n",
         f"relative_error = {(r - problem.paper_ratio) / problem.paper_ratio:.4f}\n",
     ])  # fmt: skip
-    _write_section(problem.name, text, path)
+    write_section(problem.name, text, path)
 
 
 def _run(point: dict[str, Any]) -> dict[str, Any]:
@@ -558,10 +556,10 @@ def write(problem: Problem, outcome: dict[str, Any], path: Path = RESULTS) -> No
         lines.append(f"paper_peak_per_s = {t.paper_peak_per_s}\n")
         lines.append(f"simulated_peak_per_s = {t.paper_peak_per_s * (1 + r):.0f}\n")
         lines.append(f"relative_error = {r:.4f}\n")
-    _write_section(problem.name, "".join(lines), path)
+    write_section(problem.name, "".join(lines), path)
 
 
-def _write_section(name: str, text: str, path: Path) -> None:
+def write_section(name: str, text: str, path: Path) -> None:
     """Replace section ``name`` of the results file, keeping the others."""
     sections: dict[str, str] = {}
     if path.exists():
@@ -572,109 +570,7 @@ def _write_section(name: str, text: str, path: Path) -> None:
             if current is not None:
                 sections[current] = sections.get(current, "") + line
     sections[name] = text + "\n"
-    header = ("# Written by `python -m acceptsim.models.calibration NAME --write`; "
+    header = ("# Written by `acceptsim calibrate-paper NAME --write`; "
               "do not edit by hand.\n"
               "# Peaks are the best reply rate over the problem's grid of target rates.\n\n")
     path.write_text(header + "".join(sections[k] for k in sorted(sections)))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m acceptsim.models.calibration", description=__doc__)
-    p.add_argument("problem", choices=sorted([*PROBLEMS, *RATIO_PROBLEMS, *OVERLOAD_PROBLEMS,
-                                              *JOINT_PROBLEMS, "section7"]))
-    p.add_argument("--maxfev", type=int, default=12, help="simulation rounds for the optimiser")
-    p.add_argument("--jobs", type=int, default=None)
-    p.add_argument("--check", action="store_true", help="only report residuals of the defaults")
-    p.add_argument("--write", action="store_true", help="record the result in " + RESULTS.name)
-    args = p.parse_args(argv)
-    if args.problem in RATIO_PROBLEMS:
-        return main_ratio(RATIO_PROBLEMS[args.problem], args)
-    if args.problem in OVERLOAD_PROBLEMS:
-        return main_overload(OVERLOAD_PROBLEMS[args.problem], args)
-    if args.problem == "section7":
-        return main_section7(args)
-    if args.problem in JOINT_PROBLEMS:
-        return main_joint(JOINT_PROBLEMS[args.problem], args)
-    problem = PROBLEMS[args.problem]
-    if args.check:
-        base = PARAMETER_SETS[problem.costs]
-        values = [getattr(base, f) for f in problem.fields]
-        res = residuals(problem, values, args.jobs)
-        outcome = {"values_s": dict(zip(problem.fields, values, strict=True)),
-                   "residuals": res.tolist(), "evaluations": 1}
-    else:
-        outcome = fit(problem, args.maxfev, args.jobs)
-    for k, v in outcome["values_s"].items():
-        print(f"{k} = {v:.4e}")
-    for t, r in zip(problem.targets, outcome["residuals"], strict=True):
-        print(f"{t.server} limit {t.accept_limit}: paper {t.paper_peak_per_s:.0f}, "
-              f"relative error {r:+.2%}")
-    if args.write:
-        write(problem, outcome)
-    return 0
-
-
-def main_overload(problem: OverloadProblem, args: argparse.Namespace) -> int:
-    if args.check:
-        targets = [t for t in OVERLOAD_TARGETS if t.name in problem.targets]
-        value = getattr(PARAMETER_SETS[problem.costs], problem.field)
-        outcome = {"value": value, "targets": targets,
-                   "values": overload_values(targets, jobs=args.jobs), "evaluations": 1}
-    else:
-        outcome = fit_overload(problem, args.jobs)
-    print(f"{problem.field} = {outcome['value']:.4e}")
-    target_lines("", outcome["targets"], outcome["values"])
-    if args.write:
-        write_overload(problem, outcome)
-    return 0
-
-
-def main_joint(problem: JointProblem, args: argparse.Namespace) -> int:
-    if args.check:  # the defaults' band errors only
-        peaks, overload = joint_values(problem, PARAMETER_SETS[problem.costs], args.jobs)
-        errors = band_errors(problem, peaks, overload)
-        point = {"peaks": peaks, "overload": overload, "errors": errors,
-                 "score": float(np.sum(np.square(errors)))}
-        base = PARAMETER_SETS[problem.costs]
-        outcome = {"values_s": {f: getattr(base, f) for f in problem.fields}, "best": point,
-                   "start": point, "evaluations": 1}
-    else:
-        outcome = fit_joint(problem, args.maxfev, args.jobs)
-    for k, v in outcome["values_s"].items():
-        print(f"{k} = {v:.4e}")
-    overload = [t for t in OVERLOAD_TARGETS if t.name in problem.overload]
-    target_lines("", list(problem.peaks) + overload,
-                 outcome["best"]["peaks"] + outcome["best"]["overload"])
-    if args.write:
-        write_joint(problem, outcome)
-    return 0
-
-
-def main_section7(args: argparse.Namespace) -> int:
-    """Every overload target of brief section 7 with the default parameter sets, under the
-    paper's protocol (nothing is fitted); ``--write`` records them."""
-    values = overload_values(OVERLOAD_TARGETS, jobs=args.jobs)
-    lines = ["[section7]\n",
-             f"run = {{ duration_s = {PAPER_DURATION_S}, warmup_s = 0.0, seed = 1 }}\n"]
-    lines += target_lines("section7", OVERLOAD_TARGETS, values)
-    if args.write:
-        _write_section("section7", "".join(lines), RESULTS)
-    return 0
-
-
-def main_ratio(problem: RatioProblem, args: argparse.Namespace) -> int:
-    if args.check:
-        value = getattr(WORKLOADS[problem.workload][1](), problem.field)
-        outcome = {"value": value, "ratio": ratio(problem, value, args.jobs), "evaluations": 1}
-    else:
-        outcome = fit_ratio(problem, args.jobs)
-    print(f"{problem.field} = {outcome['value']:.4e}")
-    print(f"{problem.what}: paper {problem.paper_ratio}, simulated {outcome['ratio']:.4f} "
-          f"(relative error {(outcome['ratio'] - problem.paper_ratio) / problem.paper_ratio:+.2%})")
-    if args.write:
-        write_ratio(problem, outcome)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

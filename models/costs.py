@@ -29,7 +29,7 @@ _FIT_TUX = (
     "fitted (tux_request_s with cache_refill_s) to the paper's TUX one-packet peaks on "
     "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf (residuals -0.25% and "
     "-1.5%, 8 s runs; the inf peak is its last unsaturated grid rate); see "
-    "`python -m acceptsim.models.calibration tux` and "
+    "`acceptsim calibrate-paper tux` and "
     "models/calibration_results.toml"
 )
 
@@ -41,12 +41,12 @@ _FIT_KNOT = (
     "Nelder-Mead, 10 evaluations from (6.9 us, 7.6 us, 0.09 us), giving 11,653 (-2.9%), "
     "13,130 (-6.2%) and 13,008 (+4.1%); limits 50 and 100 run identically until accept "
     "phases reach 50 connections, so their peaks cannot be pulled further apart; see "
-    "`python -m acceptsim.models.calibration knot` and models/calibration_results.toml.  The "
+    "`acceptsim calibrate-paper knot` and models/calibration_results.toml.  The "
     "class default (cluster1, which ran no Knot) is an unfitted estimate"
 )
 
 _FIT_CLIENT = (
-    "fitted (`python -m acceptsim.models.calibration overload`: bounded scalar least squares "
+    "fitted (`acceptsim calibrate-paper overload`: bounded scalar least squares "
     "on errors in units of each target's band, two-minute runs from the start, seed 1, with the "
     "client kernels' 10 ms timer tick) to the userver's four overload numbers on cluster 1: accept-"
     "limit 1 at 20,000/s (14,058 replies/s; simulated +10.3%; 17,832 drops/s; +5.4%) and inf "
@@ -57,7 +57,7 @@ _FIT_CLIENT = (
     "have the same client machines (not fitted to Knot); see models/calibration_results.toml"
 )
 
-#: cluster 2's fitted Knot costs (`python -m acceptsim.models.calibration knot`)
+#: cluster 2's fitted Knot costs (`acceptsim calibrate-paper knot`)
 KNOT_IO_S = 6.9575e-6
 KNOT_LISTEN_POLL_S = 6.7133e-6
 KNOT_POLL_PER_CONN_S = 1.0350e-7

@@ -121,7 +121,7 @@ class SpecWeb99Params(Params):
         "back-to-back requests",
         fitted="fitted to the paper's +39% of userver accept-limit inf over 1 at 30,000 target "
         "requests/s (ratio of reply rates 1.39, mean of seeds 1-3, 10 s runs with 3 s warm-up; "
-        "fit gives 1.3915); see `python -m acceptsim.models.calibration specweb` and "
+        "fit gives 1.3915); see `acceptsim calibrate-paper specweb` and "
         "models/calibration_results.toml",
     )
 

@@ -1,6 +1,6 @@
 """Cluster-1 calibration targets beyond the userver's one-packet peaks (slow: `make test-slow`).
 
-Each target is computed the way ``python -m acceptsim.models.calibration`` fits it, so
+Each target is computed the way ``acceptsim calibrate-paper`` fits it, so
 a change of model or default that moves a result out of the brief's 10 % band
 (section 7) fails here.
 """

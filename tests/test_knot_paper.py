@@ -1,7 +1,7 @@
 """The paper's Knot-C one-packet results on cluster 2: peaks and directions (slow).
 
 Peaks are taken the way the Knot costs were fitted
-(``python -m acceptsim.models.calibration knot``):
+(``acceptsim calibrate-paper knot``):
 best reply rate over the target rates of scenarios/knot_one_packet.toml, 8 s runs with
 3 s warm-up, seed 1.  Limit 100's target is the brief's "a slightly higher peak than
 limit 1", taken as 12,500.

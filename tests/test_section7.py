@@ -1,6 +1,6 @@
 """Brief section 7's overload numbers under the paper's protocol (slow: `make test-slow`).
 
-Every target is simulated as ``python -m acceptsim.models.calibration section7`` does:
+Every target is simulated as ``acceptsim calibrate-paper section7`` does:
 two-minute runs measured from their start, default parameter sets.  Reply rates
 must be within 10 % of the paper, ratios within 8 %.  Targets the model does not
 meet yet are marked ``xfail(strict=True)`` with the reason, so that they are seen
