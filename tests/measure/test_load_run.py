@@ -12,7 +12,7 @@ from measure_samples import DATA, HTTPERF_ONE
 from acceptsim.measure import ParseError, find_runs, load_run, to_frame
 from acceptsim.sim.errors import ConfigError
 
-#: names shared with the simulator's JSON contract (models/experiment.py, flattened)
+#: names shared with the simulator's JSON contract (models/record.py's METRICS, flattened)
 SIMULATOR_NAMES = (
     "reply_rate_per_s",
     "connection_rate_per_s",
