@@ -1,6 +1,6 @@
 """``acceptsim bench``: simulator speed, in simulated connection attempts per CPU-second.
 
-For every server registered in :data:`acceptsim.models.experiment.SERVERS`, one run of
+For every server registered in :data:`~acceptsim.models.servers.registry.SERVERS`, one run of
 the one-packet workload at 24,000 requests/s (the paper's overload region);
 prints JSON ``{"<server>": {"conns_per_cpu_s": ..., ...}, ...}``.  CPU time is
 the simulating process's own (``time.process_time``) over the run's event

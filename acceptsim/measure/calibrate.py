@@ -110,10 +110,17 @@ def predict(
 
 @dataclass
 class Calibration:
+    """What :func:`~acceptsim.measure.calibrate.calibrate` found: the fitted cost set,
+    each fitted value with its standard error, the residual per run, the runs used and
+    the simulator evaluations it took."""
+
     costs: HostCosts
+    #: the fitted values, by cost field (seconds)
     fitted: dict[str, float]
+    #: their standard errors
     stderr: dict[str, float]
-    residuals: dict[str, float]  # run -> relative reply-rate error after the fit
+    #: run -> relative reply-rate error after the fit
+    residuals: dict[str, float]
     runs_used: list[str]
     evaluations: int
     notes: list[str] = field(default_factory=list)

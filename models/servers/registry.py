@@ -3,7 +3,7 @@
 Each module that defines servers lists them in a module-level ``SPECS`` tuple
 of :class:`~acceptsim.models.servers.spec.ServerSpec`; this module imports every module of
 the package and collects them, so a new server module is registered by
-existing.  ``SERVERS`` maps each ``--server`` name to its spec, in the order
+existing.  :data:`SERVERS` maps each ``--server`` name to its spec, in the order
 of :data:`FIRST` and then of the modules' names.
 """
 
