@@ -3,6 +3,10 @@
 * :func:`cases`, :func:`compare` and :func:`regret` read a sweep's results (one row
   per run) and put every policy beside the best static limit of each case (``acceptsim
   compare``, ``acceptsim compare --regret``);
+* :func:`compare_policy` pairs one policy's runs with each static limit's, replication by
+  replication (a sweep's replications share their seeds: common random numbers), and
+  gives the paired difference with its confidence interval (``acceptsim compare
+  --policy``);
 * :func:`oracle` reads the time series of runs at several static limits and takes the
   best limit in every interval: the headroom for any policy that switches between them
   (``acceptsim oracle``).
@@ -18,6 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+
+from acceptsim.sim.stats import mean_ci
 
 #: the time-series columns the oracle reads
 COLUMNS = ("time_s", "reply_rate_per_s", "response_time_p99_ms")
@@ -219,3 +225,62 @@ def oracle(
         "intervals": rows,
         "intervals_without_eligible": without,
     }
+
+
+def _policy_rows(df: pd.DataFrame, policy: Any) -> pd.Series:
+    """Which rows ran ``policy``: its spec as the sweep wrote it, a spec without the
+    source digest a configuration adds to a class (``"mymod:MyPolicy"``), or the class."""
+    if not isinstance(policy, str):
+        from acceptsim.models.policies import spec_of
+
+        policy = spec_of(policy)
+    specs = df["policy"].astype(str)
+    return (specs == policy) | specs.str.startswith(policy + "@")
+
+
+def compare_policy(
+    frame: pd.DataFrame, policy: Any, metric: str = "reply_rate_per_s"
+) -> pd.DataFrame:
+    """One policy against every static limit of each case, paired by replication.
+
+    ``frame`` is a sweep's results (:func:`acceptsim.sim.sweep.read_results`) in which
+    ``policy`` (a spec, or a policy class of the user's) and static limits ran on the
+    same cases (:func:`cases`) with the same replications; replication ``r`` of every
+    configuration has the same seed, so the differences are paired (common random
+    numbers) and their interval is far narrower than the two means' would suggest.
+
+    One row per case and static limit: ``server``, ``load``, ``static``, the mean
+    ``metric`` of the policy and of the static limit, ``diff`` (policy minus static,
+    mean over the paired replications), ``diff_low``/``diff_high`` (its 95% Student t
+    interval; NaN with one replication), ``pairs``, and ``best_static`` (True on the
+    static limit with the highest mean in the case).
+    """
+    df = cases(frame)
+    mine = _policy_rows(df, policy)
+    if not mine.any():
+        raise ValueError(f"no runs of the policy {policy!r} in the results")
+    static = df["policy"].astype(str).str.startswith("static")
+    if not static.any():
+        raise ValueError("no static limit in the results to compare with")
+    rows = []
+    for (server, load), group in df.groupby(["server", "load"], sort=False):
+        ours = group[mine.loc[group.index]].set_index("replication")[metric]
+        if ours.empty:
+            continue
+        limits = group[static.loc[group.index]]
+        means = limits.groupby("policy", sort=False)[metric].mean()
+        if means.empty:
+            continue
+        best = means.idxmax()
+        for spec, runs in limits.groupby("policy", sort=False):
+            theirs = runs.set_index("replication")[metric]
+            paired = ours.index.intersection(theirs.index)
+            diff = mean_ci((ours[paired] - theirs[paired]).to_numpy(dtype=float))
+            rows.append({
+                "server": server, "load": load, "static": spec,
+                "policy_mean": float(ours.mean()), "static_mean": float(theirs.mean()),
+                "diff": diff.mean, "diff_low": diff.low, "diff_high": diff.high,
+                "pairs": diff.n, "best_static": spec == best,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+

@@ -68,8 +68,9 @@ class RunConfig(Params):
         "", unit="", doc="session file of the wsesslog workload (httperf --wsesslog)"
     )
     policy: str = param(
-        "static", unit="", doc="accept policy (models.policies): NAME or NAME:key=value,...; "
-        "static uses accept_limit unless given limit=",
+        "static", unit="", doc="accept policy (acceptsim policies): NAME or NAME:key=value,...; "
+        "static uses accept_limit unless given limit=; or a policy class of yours, as the class "
+        "itself or MODULE:CLASS[:key=value,...]",
     )
     rate_profile: str = param(
         "", unit="", doc="time-varying target rate (models.arrivals), e.g. step:10000@0,30000@20; "
@@ -110,6 +111,10 @@ class RunConfig(Params):
             object.__setattr__(self, "costs", resolve_costs(self.costs))
         if isinstance(self.kernel, str):
             object.__setattr__(self, "kernel", resolve_kernel(self.kernel))
+        if not isinstance(self.policy, str) and callable(self.policy):
+            # a policy class of the user's: held by its import name (a sweep hashes,
+            # stores and resumes it like any field; workers import it by that name)
+            object.__setattr__(self, "policy", policies.spec_of(self.policy))
         super().__post_init__()
         for name in ("server_params", "workload_params"):
             object.__setattr__(self, name, _table(name, getattr(self, name)))

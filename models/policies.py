@@ -39,7 +39,14 @@ duck-typed class.  Run it with ``simulate(config, policy=obj)`` (or a
 zero-argument class/factory, called once per run so that every run starts
 fresh).  The built-in ones are named in :data:`POLICIES` and run from a
 configuration with ``RunConfig(policy="aimd:decrease=0.7")`` or ``acceptsim
-run --policy aimd --policy-param decrease=0.7``.
+run --policy aimd --policy-param decrease=0.7``.  A policy class of your own runs
+from a configuration too, so that sweeps, searches and scenarios take it like a
+built-in one (parallel runs, replications, resume): ``RunConfig(policy=MyPolicy)``
+(held as ``"module:MyPolicy@digest"``, the digest of its source) or the spec
+``"module:MyPolicy:key=value,..."`` (``__main__:MyPolicy`` for a class defined in a
+notebook, whose sweep workers are forked from it).  With a ``Params`` class of its
+own the class is built as ``MyPolicy(MyPolicy.Params.from_dict(values))``, else as
+``MyPolicy(**values)``.
 
 Errors: an unknown policy or parameter, or a parameter out of range, is a
 :class:`~acceptsim.sim.errors.ConfigError` naming the policy and the parameter (before
@@ -50,7 +57,10 @@ policy and the decision.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -741,18 +751,111 @@ POLICIES: dict[str, Any] = {
 
 # -- building a policy from a configuration --------------------------------------------------
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"aimd:decrease=0.5,interval_s=0.2"`` -> ``("aimd", {"decrease": 0.5, ...})``."""
+    """``"aimd:decrease=0.5,interval_s=0.2"`` -> ``("aimd", {"decrease": 0.5, ...})``;
+    a custom policy's spec (:func:`custom_spec`) -> ``("MODULE:CLASS", {...})``."""
     if not isinstance(spec, str):
         raise ConfigError("policy", spec, "a policy name, optionally NAME:key=value,...")
+    custom = custom_spec(spec)
+    if custom is not None:
+        return f"{custom[0]}:{custom[1]}", custom[2]
     name, _, rest = spec.partition(":")
     name = name.strip()
     if name not in POLICIES:
-        raise ConfigError("policy", name, "one of " + ", ".join(POLICIES))
+        raise ConfigError(
+            "policy", name, "one of " + ", ".join(POLICIES) + ", or MODULE:CLASS (a policy "
+            "class of yours, importable: acceptsim policies says more)",
+        )
+    return name, _spec_values(name, rest)
+
+
+def _spec_values(name: str, rest: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, text = split_assignment(f"policy.{name}", item, "key=value")
         values[key] = parse_value(text)
-    return name, values
+    return values
+
+
+# -- policies of the user's, named by where they live ------------------------------------------
+#: ``MODULE:CLASS``, optionally ``@DIGEST`` of its source, then optionally ``:key=value,...``
+_CUSTOM = re.compile(
+    r"\s*(?P<module>[A-Za-z_][\w.]*)\s*:\s*(?P<qualname>[A-Za-z_][\w.]*)"
+    r"(?:@(?P<digest>[0-9a-f]+))?\s*(?::(?P<rest>.*))?",
+    re.S,
+)
+
+
+def custom_spec(spec: str) -> tuple[str, str, dict[str, Any]] | None:
+    """``(module, qualname, values)`` when ``spec`` names a policy class of the user's,
+    ``"MODULE:CLASS[@DIGEST][:key=value,...]"`` (``"mypolicies:Backoff"``,
+    ``"__main__:Backoff"`` for a class defined in a notebook); None for a built-in
+    policy's spec.  The optional digest is of the class's source (:func:`spec_of` adds
+    it), so that a sweep's run keys change when the code does."""
+    head = spec.partition(":")[0].strip()
+    if head in POLICIES:
+        return None
+    match = _CUSTOM.fullmatch(spec)
+    if match is None or "=" in match["qualname"]:
+        return None
+    name = f"{match['module']}:{match['qualname']}"
+    return match["module"], match["qualname"], _spec_values(name, match["rest"] or "")
+
+
+def load_custom(module: str, qualname: str) -> Any:
+    """The class (or zero-argument factory) ``module:qualname`` names; a ConfigError
+    naming the policy when it cannot be imported."""
+    import importlib
+
+    field = f"{module}:{qualname}"
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError("policy", field, f"an importable module ({exc})") from None
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError("policy", field, f"a class or factory defined in {module}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ConfigError("policy", field, "a policy class or zero-argument factory")
+    return obj
+
+
+def _make_custom(cls: Any, values: dict[str, Any], spec: str) -> Any:
+    """An instance of a custom policy: ``cls(cls.Params.from_dict(values))`` when it has
+    a parameter class (as the built-in policies do), else ``cls(**values)``."""
+    params_cls = getattr(cls, "Params", None)
+    try:
+        if isinstance(params_cls, type) and issubclass(params_cls, Params):
+            policy = cls(params_cls.from_dict(values))
+        else:
+            policy = cls(**values)
+    except TypeError as exc:
+        raise ConfigError("policy", spec, f"arguments {cls.__name__} takes ({exc})") from None
+    if not callable(getattr(policy, "accept_limit", None)):
+        raise ConfigError("policy", spec, "a policy: an object with an accept_limit method")
+    return policy
+
+
+def spec_of(policy: Any) -> str:
+    """The spec of a policy class or factory of the user's: ``"MODULE:CLASS@DIGEST"``, what
+    a configuration, a sweep's table and a resumed sweep hold in its place.  The class
+    must be importable by that name (defined at a module's top level, or in a notebook's
+    ``__main__``: a sweep's worker processes are forked from the notebook)."""
+    module = getattr(policy, "__module__", None)
+    qualname = getattr(policy, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        raise ConfigError(
+            "policy", policy, "a policy class or factory defined at a module's top level "
+            "(a sweep's workers and a resumed sweep find it by its name)",
+        )
+    if load_custom(module, qualname) is not policy:
+        raise ConfigError("policy", policy, f"the object named {module}:{qualname}")
+    spec = f"{module}:{qualname}"
+    try:
+        source = inspect.getsource(policy)
+    except (OSError, TypeError):  # no source (built in C, or typed at a bare prompt)
+        return spec
+    return f"{spec}@{hashlib.sha256(source.encode()).hexdigest()[:12]}"
 
 
 def format_spec(name: str, values: dict[str, Any]) -> str:
@@ -763,9 +866,16 @@ def format_spec(name: str, values: dict[str, Any]) -> str:
     return f"{name}:{items}"
 
 
-def policy_params(spec: str, accept_limit: float = 1) -> Params:
+def policy_params(spec: str, accept_limit: float = 1) -> Any:
     """The validated parameter set of a policy spec (unknown or out-of-range keys
-    raise a ConfigError naming the policy and the parameter)."""
+    raise a ConfigError naming the policy and the parameter); for a custom policy, a
+    fresh instance is made once to check the class and its arguments, and its
+    parameter set (``p``) or its arguments are returned."""
+    custom = custom_spec(spec) if isinstance(spec, str) else None
+    if custom is not None:
+        policy = _make_custom(load_custom(custom[0], custom[1]), custom[2], spec)
+        params = getattr(policy, "p", None)
+        return params if isinstance(params, Params) else dict(custom[2])
     name, values = parse_spec(spec)
     params_cls = POLICIES[name].Params
     if name == "static" and "limit" not in values:
@@ -774,7 +884,10 @@ def policy_params(spec: str, accept_limit: float = 1) -> Params:
 
 
 def build(spec: str, accept_limit: float = 1) -> Any:
-    """A fresh built-in policy object for a spec."""
+    """A fresh policy object for a spec: a built-in policy, or a class of the user's."""
+    custom = custom_spec(spec)
+    if custom is not None:
+        return _make_custom(load_custom(custom[0], custom[1]), custom[2], spec)
     name, _ = parse_spec(spec)
     return POLICIES[name](policy_params(spec, accept_limit))
 

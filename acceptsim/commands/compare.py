@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from acceptsim.analysis import compare, regret
+from acceptsim.analysis import compare, compare_policy, regret
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import json_safe
 from acceptsim.sim.sweep import read_results
@@ -30,6 +30,10 @@ def add_parser(subparsers: Any) -> None:
                    help="every policy and every single static limit against the best static "
                    "limit of each case, with response times and client timeouts, and per "
                    "policy its worst loss over the cases")
+    p.add_argument("--policy", default=None, metavar="SPEC",
+                   help="one policy (its spec as the sweep ran it, or MODULE:CLASS) against "
+                   "each static limit of each case: the paired difference per replication, "
+                   "with its 95%% interval")
     p.add_argument("--format", default="table", choices=("table", "json"))
     p.set_defaults(main=main)
 
@@ -47,6 +51,8 @@ def main(args: argparse.Namespace) -> int:
                           f"(missing: {missing})")
     if args.regret:
         return _print_regret(frame, args.metric, args.format)
+    if args.policy is not None:
+        return _print_policy(frame, args.policy, args.metric, args.format)
     table = compare(frame, args.metric)
     if args.format == "json":
         print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))
@@ -76,3 +82,21 @@ def _print_regret(frame: pd.DataFrame, metric: str, fmt: str) -> int:
     print()
     print(table.to_string(index=False, float_format="{:,.1f}".format, na_rep="-"))
     return 0
+
+
+def _print_policy(frame: pd.DataFrame, policy: str, metric: str, fmt: str) -> int:
+    try:
+        table = compare_policy(frame, policy.strip(), metric)
+    except ValueError as exc:
+        raise ConfigError("--policy", policy, f"a policy the sweep ran ({exc})") from None
+    if fmt == "json":
+        print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))
+        return 0
+    print(f"{policy}: {metric} minus each static limit's, paired by replication "
+          "(mean and 95% interval; * the best static limit of the case)")
+    shown = table.assign(static=[f"{s} *" if b else s for s, b in
+                                 zip(table["static"], table["best_static"], strict=True)])
+    print(shown.drop(columns="best_static").to_string(
+        index=False, float_format="{:,.1f}".format, na_rep="-"))
+    return 0
+

@@ -27,4 +27,14 @@ def main(args: argparse.Namespace) -> int:
             default = prm["default"]
             print(f"    {prm['name']} = {default!s:<8} [{prm['allowed']}] {prm['doc']}")
         print()
+    print(CUSTOM)
     return 0
+
+
+#: how a policy class of the user's is named wherever a built-in one is
+CUSTOM = (
+    "MODULE:CLASS[:key=value,...]\n"
+    "  A policy class of yours, importable from MODULE (any object with an accept_limit\n"
+    "  method; see docs/howto/policy.md): built with CLASS(CLASS.Params.from_dict(values))\n"
+    "  if it has a Params class, else CLASS(**values).  From Python, the class itself."
+)

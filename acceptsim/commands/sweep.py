@@ -42,6 +42,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--warmup", default=None, help="override every run's fixed warm-up (s)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a base field, e.g. --set spacing=deterministic (repeatable)")
+    p.add_argument("--policy", action="append", default=[], metavar="SPEC",
+                   help="run every point under this accept policy too (repeatable: a "
+                   "dimension of the sweep): a built-in spec (aimd:decrease=0.7) or a policy "
+                   "class of yours, MODULE:CLASS[:key=value,...]")
     p.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="replace a swept list, e.g. --vary rate_per_s=20000,24000 (repeatable)")
     p.add_argument("--detect-warmup", action="store_true",
@@ -84,6 +88,10 @@ def main(args: argparse.Namespace) -> int:
     for item in args.vary:
         key, values = split_assignment("--vary", item)
         vary[key] = [parse_value(v) for v in values.split(",") if v.strip()]
+    if args.policy:
+        if "policy" in vary:
+            raise ConfigError("--policy", args.policy[0], "not together with --vary policy=...")
+        vary["policy"] = [spec.strip() for spec in args.policy]
     replications = parse_int("replications", args.replications)
     jobs = parse_int("jobs", args.jobs) if args.jobs is not None else None
     stop = None
