@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 HOT := $(shell $(PYTHON) sim/native.py)
 NATIVE := $(VENV)/.native
 
-.PHONY: run test test-slow bench bench-instructions lint clean build docs
+.PHONY: run test test-slow bench bench-instructions lint clean build docs notebook
 
 # install (compiling the hot path with mypyc when a C compiler is present: setup.py)
 $(STAMP): pyproject.toml setup.py
@@ -46,6 +46,16 @@ bench-instructions: $(NATIVE)
 # any warning fails the build
 docs: $(NATIVE)
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+# JupyterLab on notebooks/ (the `notebooks` extra: JupyterLab and ipywidgets, installed
+# into .venv on first use)
+NOTEBOOKS := $(VENV)/.notebooks
+$(NOTEBOOKS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks]'
+	touch $(NOTEBOOKS)
+
+notebook: $(NATIVE) $(NOTEBOOKS)
+	$(BIN)/jupyter lab notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check sim models acceptsim tests tools setup.py

@@ -29,3 +29,17 @@ def test_the_licence_file_is_the_licence_declared() -> None:
     assert PYPROJECT["license-files"] == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text().startswith(f"{declared} License")
     assert f"license: {declared}" in (ROOT / "CITATION.cff").read_text()
+
+
+def test_make_notebook_installs_the_notebooks_extra_and_opens_the_notebooks() -> None:
+    """The README's way to open the notebooks: `make notebook` installs the `notebooks`
+    extra (JupyterLab, and widgets for the progress bars) and starts JupyterLab on them."""
+    import subprocess
+
+    extras = PYPROJECT["optional-dependencies"]["notebooks"]
+    names = {re.split(r"[<>=\[ ]", req)[0] for req in extras}
+    assert {"jupyterlab", "ipywidgets"} <= names
+    plan = subprocess.run(["make", "-n", "notebook"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
+    assert ".[dev,notebooks]" in plan and "jupyter lab notebooks" in plan
+    assert "make notebook" in (ROOT / "README.md").read_text()
