@@ -22,6 +22,7 @@ from acceptsim.commands import (
     compare,
     measure,
     oracle,
+    plot,
     policies,
     reproduce,
     run,
@@ -35,7 +36,7 @@ from acceptsim.sim.errors import ConfigError, shorten
 
 COMMANDS = [
     run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure, calibrate,
-    calibrate_paper,
+    calibrate_paper, plot,
 ]
 
 
