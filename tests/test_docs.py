@@ -64,6 +64,9 @@ def test_each_notebook_ran_and_its_page_shows_its_figures(site: Path, path: Path
     )
     for expected in EXPECTED.get(path.name, []):
         assert expected in text, f"{path.name} did not print {expected!r}"
+    if path.stem != "validate":  # measured runs: the same data at every scale
+        # a page built small says so where its numbers are (acceptsim.notebook.scale_note)
+        assert "Small scale (ACCEPTSIM_NOTEBOOK_SCALE=small" in text, path.name
 
 
 def test_the_api_reference_documents_simulate_from_its_docstring(site: Path) -> None:
