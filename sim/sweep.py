@@ -330,26 +330,12 @@ def _bar(total: int, initial: int, progress: bool, desc: str) -> tqdm:
 
 
 # -- storage -------------------------------------------------------------------------------------
-class Store:
-    """A sweep's directory: one Parquet part per finished run, plus the combined table."""
+class Parts:
+    """A directory of finished runs, one single-row Parquet file per run key, each written
+    atomically (a temporary file named for the writing process, then a rename)."""
 
-    def __init__(self, path: str | Path, resume: bool) -> None:
-        self.path = Path(path)
-        self.parts = self.path / "parts"
-        if self.parts.is_dir() and any(self.parts.glob("*.parquet")) and not resume:
-            raise ConfigError(
-                "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
-                "stored there",
-            )  # fmt: skip
-        try:
-            self.parts.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                "out", str(self.path), f"a directory that can be created and written "
-                f"({exc.strerror or type(exc).__name__})",
-            ) from None  # fmt: skip
-        for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill
-            stale.unlink(missing_ok=True)
+    def __init__(self, path: Path) -> None:
+        self.parts = path
 
     def part(self, key: str) -> Path:
         return self.parts / f"{key}.parquet"
@@ -378,6 +364,28 @@ class Store:
         os.replace(tmp, final)
         return table.to_pylist()[0]
 
+
+class Store(Parts):
+    """A sweep's directory: one Parquet part per finished run, plus the combined table."""
+
+    def __init__(self, path: str | Path, resume: bool) -> None:
+        self.path = Path(path)
+        super().__init__(self.path / "parts")
+        if self.parts.is_dir() and any(self.parts.glob("*.parquet")) and not resume:
+            raise ConfigError(
+                "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
+                "stored there",
+            )  # fmt: skip
+        try:
+            self.parts.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                "out", str(self.path), f"a directory that can be created and written "
+                f"({exc.strerror or type(exc).__name__})",
+            ) from None  # fmt: skip
+        for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill
+            stale.unlink(missing_ok=True)
+
     def write_manifest(self, description: Mapping[str, Any]) -> None:
         tmp = self.path / ".manifest.json.tmp"
         tmp.write_text(json.dumps(json_safe(dict(description)), indent=2, default=str) + "\n")
@@ -396,6 +404,65 @@ class Store:
         pq.write_table(table, tmp)
         os.replace(tmp, final)
         return final
+
+
+#: the environment variable that sets the run cache: a directory, or ``off``
+CACHE_ENV = "ACCEPTSIM_CACHE"
+#: the values of :data:`CACHE_ENV` (and of ``cache=``) that turn the cache off
+CACHE_OFF = ("off", "0", "no", "false")
+
+
+def default_cache_dir() -> Path:
+    """Where finished runs are cached by default: ``$XDG_CACHE_HOME/acceptsim/runs``
+    (``~/.cache/acceptsim/runs``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "acceptsim" / "runs"
+
+
+def code_digest(run: Callable[..., Any]) -> str:
+    """What a cached run's result depends on besides its configuration: the run
+    function (its name, and its source where Python has it) and every Python source of
+    the package it belongs to and of acceptsim, with the interpreter's version.  Any
+    edit gives another digest, so a cache never serves a result of other code."""
+    import inspect
+
+    digest = hashlib.sha256()
+    digest.update(f"{sys.version}\0{getattr(run, '__module__', '')}\0"
+                  f"{getattr(run, '__qualname__', repr(run))}\0".encode())  # fmt: skip
+    try:
+        digest.update(inspect.getsource(run).encode())
+    except (OSError, TypeError):  # a built-in or a function typed at a bare prompt
+        pass
+    roots = {Path(__file__).resolve().parent.parent}  # acceptsim.sim's package: acceptsim
+    module = sys.modules.get(getattr(run, "__module__", "") or "")
+    top = sys.modules.get((getattr(module, "__name__", "") or "").split(".")[0])
+    if top is not None and getattr(top, "__file__", None):
+        roots.add(Path(top.__file__).resolve().parent)
+    for root in sorted(roots):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def open_cache(cache: bool | str | Path | None, run: Callable[..., Any]) -> Parts | None:
+    """The run cache a sweep reads and writes: ``cache`` True (the default directory,
+    :func:`default_cache_dir`), a directory, or False/``"off"``; None reads
+    :data:`CACHE_ENV` (unset: the default directory).  Runs are kept under the
+    :func:`code_digest` of the code that made them, by their run key."""
+    if cache is None:
+        cache = os.environ.get(CACHE_ENV, "") or True
+    if cache is False or (isinstance(cache, str) and cache.strip().lower() in CACHE_OFF):
+        return None
+    root = default_cache_dir() if cache is True else Path(cache)
+    path = root / code_digest(run)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            "cache", str(root), f"a directory that can be created and written "
+            f"({exc.strerror or type(exc).__name__}), or cache=False",
+        ) from None  # fmt: skip
+    return Parts(path)
 
 
 def read_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -490,6 +557,7 @@ def sweep(
     progress: bool = True,
     check: CheckFn | None = None,
     force: bool = False,
+    cache: bool | str | Path | None = None,
 ) -> pd.DataFrame:
     """Run every point of ``scenario`` ``replications`` times; one row per run.
 
@@ -519,6 +587,13 @@ def sweep(
         run whose expected work is beyond its bound (default: the domain's
         ``check_work``); a sweep of more than :data:`MAX_RUNS` runs is refused too.
         ``force=True`` lifts both.
+    ``cache``
+        finished runs are kept in a cache (default ``~/.cache/acceptsim/runs``; the
+        environment variable ``ACCEPTSIM_CACHE`` sets another directory, or ``off``)
+        under the digest of the code that made them (:func:`code_digest`), and a run
+        found there is not run again: a notebook cell run twice costs only what
+        changed.  ``cache=False`` (or ``"off"``) neither reads nor writes it; a
+        directory uses that one.
 
     All points are validated (``normalise``, ``check``) before anything runs.  The
     returned frame has ``attrs["sweep"]`` with the description also stored
@@ -556,6 +631,8 @@ def sweep(
         "command": " ".join(sys.argv),
     }
     store = Store(out, resume) if out is not None else None
+    cached = open_cache(cache, run)
+    description["cache"] = str(cached.parts) if cached is not None else None
     if store is not None:
         store.write_manifest(description)
     rows: dict[str, dict[str, Any]] = {}
@@ -563,6 +640,9 @@ def sweep(
         tasks = make_tasks(configs, counts, seed_field)
         if store is not None:
             rows.update(store.load(t.key for t in tasks if t.key not in rows))
+        if cached is not None:  # finished before, by the very same code
+            for key, row in cached.load(t.key for t in tasks if t.key not in rows).items():
+                rows[key] = store.save(row) if store is not None else row
         missing = [t for t in tasks if t.key not in rows]
         bar = _bar(len(tasks), len(tasks) - len(missing), progress, name)
         try:
@@ -572,7 +652,12 @@ def sweep(
             )  # fmt: skip
             for i, record in results:
                 row = make_row(missing[i], record)
-                rows[row["run_key"]] = store.save(row) if store is not None else row
+                saved = store.save(row) if store is not None else row
+                if cached is not None:
+                    from_cache = cached.save(saved)
+                    if store is None:  # as it reads back, like a row found in the cache
+                        saved = from_cache
+                rows[row["run_key"]] = saved
         finally:
             bar.close()
         frame = pd.DataFrame([rows[t.key] for t in tasks])

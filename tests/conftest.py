@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from acceptsim.models.experiment import RunConfig, simulate
+
+# Sweeps cache finished runs in the user's cache directory by default; the tests (and
+# the notebooks and processes they start) run every run they ask for, and write nothing
+# outside their temporary directories: tests of the cache give it a directory of theirs.
+os.environ["ACCEPTSIM_CACHE"] = "off"
 
 
 @pytest.fixture

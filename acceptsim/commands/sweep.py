@@ -62,6 +62,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-replications", default="30",
                    help="upper bound for the stopping rule (default 30)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-cache", action="store_true",
+                   help="run every run, and keep none in the run cache (default: runs made "
+                   "before by the same code are taken from ~/.cache/acceptsim/runs, or "
+                   "$ACCEPTSIM_CACHE)")
     p.add_argument("--force", action="store_true",
                    help=f"run even beyond the work bounds ({MAX_RUNS:,} runs per sweep, "
                    f"{MAX_ATTEMPTS:.0e} simulated connection attempts per run)")
@@ -117,6 +121,7 @@ def main(args: argparse.Namespace) -> int:
             stop=stop,
             progress=not args.quiet,
             force=args.force,
+            cache=False if args.no_cache else None,
         )
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: say what is kept
         parts = out / "parts"
