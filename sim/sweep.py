@@ -330,26 +330,55 @@ def _bar(total: int, initial: int, progress: bool, desc: str) -> tqdm:
 
 
 # -- storage -------------------------------------------------------------------------------------
+#: the Parquet metadata key of a part: the run key and the identity of the sweep it is of
+PART_KEY = b"sim.sweep.part"
+
+
 class Parts:
     """A directory of finished runs, one single-row Parquet file per run key, each written
-    atomically (a temporary file named for the writing process, then a rename)."""
+    atomically (a temporary file named for the writing process, then a rename).  Each
+    part proves what it is: its metadata holds its run key and the identity of the sweep
+    it was written for (``owner``), and a part that does not (corrupt, from another
+    sweep, copied under another name) is set aside and its run made again."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, owner: str = "") -> None:
         self.parts = path
+        self.owner = owner
+        #: the parts set aside by :meth:`load`, as (file, reason)
+        self.rejected: list[tuple[Path, str]] = []
 
     def part(self, key: str) -> Path:
         return self.parts / f"{key}.parquet"
 
     def load(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """The stored rows among ``keys``."""
+        """The stored rows among ``keys`` that prove to be theirs."""
         import pyarrow.parquet as pq
 
         rows = {}
         for key in keys:
             path = self.part(key)
-            if path.exists():
-                rows[key] = pq.read_table(path).to_pylist()[0]
+            if not path.exists():
+                continue
+            try:
+                table = pq.read_table(path)
+                meta = json.loads((table.schema.metadata or {}).get(PART_KEY, b"{}"))
+                row = table.to_pylist()[0]
+            except Exception as exc:  # noqa: BLE001 (any unreadable file: set aside)
+                self._reject(path, f"unreadable ({type(exc).__name__})")
+                continue
+            if row.get("run_key") != key or meta.get("run_key", key) != key:
+                self._reject(path, "its run key is another run's")
+            elif self.owner and meta and meta.get("sweep") != self.owner:  # (none: an older
+                # version's part, whose row's own run key is all it has to prove itself)
+                self._reject(path, "it was written by another sweep")
+            else:
+                rows[key] = row
         return rows
+
+    def _reject(self, path: Path, reason: str) -> None:
+        aside = path.with_name(path.name + ".rejected")
+        os.replace(path, aside)
+        self.rejected.append((aside, reason))
 
     def save(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """Write one row atomically; return it as it reads back (so fresh and resumed
@@ -358,6 +387,9 @@ class Parts:
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pylist([dict(row)])
+        meta = dict(table.schema.metadata or {})
+        meta[PART_KEY] = json.dumps({"run_key": row["run_key"], "sweep": self.owner}).encode()
+        table = table.replace_schema_metadata(meta)
         final = self.part(row["run_key"])
         tmp = self.parts / f".{row['run_key']}.{os.getpid()}.tmp"
         pq.write_table(table, tmp)
@@ -365,12 +397,22 @@ class Parts:
         return table.to_pylist()[0]
 
 
-class Store(Parts):
-    """A sweep's directory: one Parquet part per finished run, plus the combined table."""
+#: the file of a sweep directory that its owner holds locked for the sweep's life
+LOCK_FILE = ".lock"
 
-    def __init__(self, path: str | Path, resume: bool) -> None:
+
+class Store(Parts):
+    """A sweep's directory: one Parquet part per finished run, plus the combined table.
+
+    A directory has one owner: the sweep that made the Store holds an advisory lock on
+    ``OUT/.lock`` (with its pid, host and start written in it) until :meth:`close` or
+    its process ends, and a second sweep or resume on the same directory is refused
+    with one line naming the holder.  Only the owner cleans the directory's temporary
+    files."""
+
+    def __init__(self, path: str | Path, resume: bool, owner: str = "") -> None:
         self.path = Path(path)
-        super().__init__(self.path / "parts")
+        super().__init__(self.path / "parts", owner)
         if self.parts.is_dir() and any(self.parts.glob("*.parquet")) and not resume:
             raise ConfigError(
                 "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
@@ -383,8 +425,52 @@ class Store(Parts):
                 "out", str(self.path), f"a directory that can be created and written "
                 f"({exc.strerror or type(exc).__name__})",
             ) from None  # fmt: skip
-        for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill
+        self._lock = self._acquire()
+        for stale in self.parts.glob(".*.tmp"):  # a write cut short by a kill (ours to clean)
             stale.unlink(missing_ok=True)
+
+    def _acquire(self) -> Any:
+        import fcntl
+
+        lock = open(self.path / LOCK_FILE, "a+")  # noqa: SIM115 (held for the sweep's life)
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            lock.close()
+            raise ConfigError(
+                "out", str(self.path), f"a directory no other sweep is using (held by {holder}): "
+                "wait for that sweep, or use another directory",
+            ) from None  # fmt: skip
+        lock.seek(0)
+        before = lock.read().strip()
+        if before:  # its holder ended without releasing it (killed): say so, take it over
+            sys.stderr.write(f"{self.path}: taking over the lock left by {before}\n")
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()} on {platform.node()} since "
+                   f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")  # fmt: skip
+        lock.flush()
+        return lock
+
+    def close(self) -> None:
+        """Release the directory (emptying the lock file: no holder left behind)."""
+        import fcntl
+
+        if self._lock is not None and not self._lock.closed:
+            self._lock.seek(0)
+            self._lock.truncate()
+            self._lock.flush()
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        path = self.path / "manifest.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
 
     def write_manifest(self, description: Mapping[str, Any]) -> None:
         tmp = self.path / ".manifest.json.tmp"
@@ -545,7 +631,7 @@ def sweep(
     *,
     run: RunFn | None = None,
     normalise: NormaliseFn | None = None,
-    replications: int = 1,
+    replications: int | None = None,
     jobs: int | None = None,
     scheduler: Any = None,
     out: str | Path | None = None,
@@ -573,8 +659,13 @@ def sweep(
         local processes (default: every core; 1 runs in this process), or a
         Dask scheduler address or ``distributed.Client`` (then ``jobs`` is ignored).
     ``out``, ``resume``
-        directory to write runs to as they finish; ``resume=True`` continues a
-        sweep stored there, running only the runs it lacks.
+        directory to write runs to as they finish (one sweep at a time: a second one
+        on it is refused, naming the holder); ``resume=True`` continues the sweep
+        stored there exactly as its manifest describes it (its points, replications
+        and stopping rule), running only the runs it lacks; an argument that
+        contradicts the manifest is refused, one left out is taken from it, and a
+        stored part that is not the sweep's own (corrupt, or from another sweep) is
+        set aside (``*.rejected``) and its run made again.
     ``overrides``, ``sweep_overrides``
         base fields to change (e.g. ``{"duration_s": 5}``) and swept lists to
         replace (e.g. ``{"rate_per_s": [20000, 24000]}``).
@@ -607,10 +698,18 @@ def sweep(
         check = check if check is not None else getattr(domain, "check_work", None)
     else:
         domain = None
-    if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+    if replications is not None and (
+        isinstance(replications, bool) or not isinstance(replications, int) or replications < 1
+    ):
         raise ConfigError("replications", replications, "an integer >= 1")
     name, points, spec = resolve(scenario, overrides, sweep_overrides, domain)
     configs = [normalise(p) for p in points]  # validate everything up front
+    if out is not None and resume:
+        replications, stop, configs = _resumed(
+            Path(out), name, configs, replications, stop,
+            explicit=bool(overrides or sweep_overrides),
+        )  # fmt: skip
+    replications = 1 if replications is None else replications
     config_columns = list(dict.fromkeys(c for cfg in configs for c in flatten(cfg)))
     flat = [flatten(cfg) for cfg in configs]
     varied = [
@@ -619,6 +718,7 @@ def sweep(
     ]  # fmt: skip
     counts = [max(replications, stop.min_replications if stop else 1)] * len(configs)
     check_size(configs, counts, stop, check, force)
+    identity = _identity(name, configs, replications, stop)
     description = {
         "name": name,
         **spec,
@@ -626,11 +726,81 @@ def sweep(
         "stop": stop.__dict__ if stop else None,
         "config_columns": config_columns,
         "varied": varied,
+        "identity": identity,
+        "configs": configs,
         "versions": versions(run),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(sys.argv),
     }
-    store = Store(out, resume) if out is not None else None
+    store = Store(out, resume, owner=identity["sweep"]) if out is not None else None
+    try:
+        return _run_sweep(run, configs, counts, seed_field, stop, store, cache, jobs,
+                          scheduler, progress, name, description)  # fmt: skip
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _identity(
+    name: str, configs: Sequence[Mapping[str, Any]], replications: int,
+    stop: StoppingRule | None,
+) -> dict[str, Any]:  # fmt: skip
+    """What a sweep is: its name, the digest of its configurations, its replications and
+    its stopping rule; ``sweep``, the digest of them all, marks its parts."""
+    text = json.dumps([_canonical(dict(c)) for c in configs], sort_keys=True, default=str)
+    identity = {
+        "name": name,
+        "configs": hashlib.sha256(text.encode()).hexdigest()[:16],
+        "replications": replications,
+        "stop": json_safe(stop.__dict__) if stop else None,
+    }
+    whole = json.dumps(identity, sort_keys=True, default=str)
+    return {**identity, "sweep": hashlib.sha256(whole.encode()).hexdigest()[:16]}
+
+
+def _resumed(
+    out: Path, name: str, configs: list[dict[str, Any]], replications: int | None,
+    stop: StoppingRule | None, explicit: bool,
+) -> tuple[int | None, StoppingRule | None, list[dict[str, Any]]]:  # fmt: skip
+    """The replications, stopping rule and configurations a resume continues with: the
+    stored sweep's, where this call leaves them out; a ConfigError where it contradicts
+    them (another scenario, other replications, another stopping rule, changed points)."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return replications, stop, configs  # nothing stored yet: a new sweep
+    stored = manifest.get("identity")
+    if not stored:  # written before sweeps had an identity: continue as asked
+        return replications, stop, configs
+
+    def refuse(field: str, value: Any, was: Any) -> ConfigError:
+        return ConfigError(
+            field, value, f"the stored sweep's own ({was!r}) to resume it; leave it out, "
+            f"or use another directory than {out}",
+        )  # fmt: skip
+
+    if stored["name"] != name:
+        raise refuse("scenario", name, stored["name"])
+    if replications is None:
+        replications = int(stored["replications"])
+    elif replications != stored["replications"]:
+        raise refuse("replications", replications, stored["replications"])
+    if stop is None and stored.get("stop"):
+        stop = StoppingRule(**stored["stop"])
+    elif stop is not None and json_safe(stop.__dict__) != stored.get("stop"):
+        raise refuse("stop", stop.__dict__, stored.get("stop"))
+    if _identity(name, configs, replications, stop)["configs"] != stored["configs"]:
+        if explicit or "configs" not in manifest:
+            raise refuse("points", "the overrides given", "its points")
+        configs = [dict(c) for c in manifest["configs"]]  # defaults moved since: keep its own
+    return replications, stop, configs
+
+
+def _run_sweep(
+    run: RunFn, configs: list[dict[str, Any]], counts: list[int], seed_field: str,
+    stop: StoppingRule | None, store: Store | None, cache: Any, jobs: int | None,
+    scheduler: Any, progress: bool, name: str, description: dict[str, Any],
+) -> pd.DataFrame:  # fmt: skip
     cached = open_cache(cache, run)
     description["cache"] = str(cached.parts) if cached is not None else None
     if store is not None:
@@ -640,6 +810,9 @@ def sweep(
         tasks = make_tasks(configs, counts, seed_field)
         if store is not None:
             rows.update(store.load(t.key for t in tasks if t.key not in rows))
+            for path, reason in store.rejected:
+                sys.stderr.write(f"{path}: set aside ({reason}); its run is made again\n")
+            store.rejected.clear()
         if cached is not None:  # finished before, by the very same code
             for key, row in cached.load(t.key for t in tasks if t.key not in rows).items():
                 rows[key] = store.save(row) if store is not None else row

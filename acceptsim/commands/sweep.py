@@ -35,7 +35,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("scenario", help="scenario name (see `acceptsim reproduce --list`) or TOML file")
     p.add_argument("--jobs", default=None, help="local parallel runs (default: all cores)")
     p.add_argument("--scheduler", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
-    p.add_argument("--replications", default="1", help="replications per configuration (default 1)")
+    p.add_argument("--replications", default=None,
+                   help="replications per configuration (default 1; with --resume, the "
+                   "stored sweep's)")
     p.add_argument("--out", default=None, help="output directory (default out/sweeps/SCENARIO)")
     p.add_argument("--resume", action="store_true", help="continue the sweep stored in --out")
     p.add_argument("--duration", default=None, help="override every run's duration (s)")
@@ -96,7 +98,9 @@ def main(args: argparse.Namespace) -> int:
         if "policy" in vary:
             raise ConfigError("--policy", args.policy[0], "not together with --vary policy=...")
         vary["policy"] = [spec.strip() for spec in args.policy]
-    replications = parse_int("replications", args.replications)
+    replications = (
+        parse_int("replications", args.replications) if args.replications is not None else None
+    )
     jobs = parse_int("jobs", args.jobs) if args.jobs is not None else None
     stop = None
     if args.target_ci is not None:
