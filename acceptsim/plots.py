@@ -11,8 +11,6 @@ interval (:func:`acceptsim.sim.sweep.summary`).
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ import pandas as pd
 from acceptsim.analysis import compare_policy
 from acceptsim.models.config import RunConfig
 from acceptsim.models.record import METRICS
+from acceptsim.sim.files import atomic_path
 from acceptsim.sim.stats import summarise
 from acceptsim.sim.sweep import read_results
 
@@ -150,15 +149,9 @@ def paired(
 
 
 def _save(fig: Any, path: Path) -> Path:
-    """Write a figure atomically: a temporary file beside ``path``, then a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
+    """Write a figure atomically (:func:`acceptsim.sim.files.atomic_path`)."""
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: importing this never changes the backend
 
+from acceptsim.sim.files import atomic_path
 from acceptsim.sim.scenario import Scenario
 
 LABELS = {
@@ -64,7 +65,8 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
         ax.legend(fontsize=8)
     fig.suptitle(scenario.title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
 
 
 def _label(series: Any, key: Any) -> str:

@@ -49,6 +49,9 @@ def plot_timeseries(result: dict[str, Any], path: str | Path | None = None, ax: 
     top.set_title(title)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=100)
+        from acceptsim.sim.files import atomic_path
+
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=100)
         plt.close(fig)
     return fig

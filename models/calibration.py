@@ -50,6 +50,7 @@ from scipy.optimize import brentq, minimize, minimize_scalar
 
 from acceptsim.models.costs import PARAMETER_SETS, HostCosts
 from acceptsim.models.runner import run_point
+from acceptsim.sim.files import write_text_atomic
 from acceptsim.sim.sweep import run_many
 
 RESULTS = Path(str(resources.files("acceptsim.models") / "calibration_results.toml"))
@@ -573,4 +574,4 @@ def write_section(name: str, text: str, path: Path) -> None:
     header = ("# Written by `acceptsim calibrate-paper NAME --write`; "
               "do not edit by hand.\n"
               "# Peaks are the best reply rate over the problem's grid of target rates.\n\n")
-    path.write_text(header + "".join(sections[k] for k in sorted(sections)))
+    write_text_atomic(path, header + "".join(sections[k] for k in sorted(sections)))

@@ -259,13 +259,30 @@ def _execute(
             bar.close()
 
 
+#: how often a worker process looks whether its parent (the sweep) still lives (s)
+PARENT_POLL_S = 0.5
+
+
 def _worker_signals() -> None:
     """In a worker process: SIGINT (a terminal's ^C reaches the whole process group) is
-    left to the parent, which ends the workers; SIGTERM ends a worker at once."""
+    left to the parent, which ends the workers; SIGTERM ends a worker at once; and a
+    worker whose parent is gone (killed with SIGKILL, which no handler sees) ends
+    itself within :data:`PARENT_POLL_S`, on every platform: a thread watches for its
+    reparenting.  (Linux's parent-death signal is not used: it fires when the *thread*
+    that started the worker ends, which in a process pool may be a helper thread.)"""
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)  # the sweep is gone: nothing would read this worker's result
+
+    threading.Thread(target=watch, name="acceptsim-parent-watch", daemon=True).start()
 
 
 def _terminate_workers(pool: ProcessPoolExecutor) -> None:

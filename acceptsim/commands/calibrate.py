@@ -12,6 +12,7 @@ from acceptsim.measure import calibrate as cal
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.files import atomic_path, check_output_file, write_text_atomic
 from acceptsim.sim.results import json_safe
 
 
@@ -52,6 +53,7 @@ def read_runs(paths: list[str]) -> list[MeasuredRun]:
 
 
 def main_calibrate(args: argparse.Namespace) -> int:
+    check_output_file("--out", args.out)  # before the fit, which takes minutes
     runs = read_runs(args.runs)
     base = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     used = cal.usable(runs, args.include_client_limited)
@@ -64,7 +66,7 @@ def main_calibrate(args: argparse.Namespace) -> int:
         jobs=parse_int("jobs", args.jobs),
         max_evaluations=parse_int("max-evaluations", args.max_evaluations),
     )
-    Path(args.out).write_text(result.to_toml())
+    write_text_atomic(args.out, result.to_toml())  # a failure leaves the old file whole
     for name, value in result.fitted.items():
         print(f"{name:20s} {value * 1e6:9.3f} us  +/- {result.stderr[name] * 1e6:.3f}")
     for run, res in result.residuals.items():
@@ -77,6 +79,8 @@ def main_calibrate(args: argparse.Namespace) -> int:
 
 
 def main_validate(args: argparse.Namespace) -> int:
+    if args.plot:
+        check_output_file("--plot", args.plot)  # a file, not a directory: before the runs
     runs = read_runs(args.runs)
     costs = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     report = cal.validate(
@@ -163,5 +167,6 @@ def plot(report: dict[str, Any], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)

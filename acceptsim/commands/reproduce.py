@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 from acceptsim import report
@@ -16,6 +15,7 @@ from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.sim import native
 from acceptsim.sim import scenario as scenario_mod
 from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.files import atomic_path, check_output_dir, write_text_atomic
 from acceptsim.sim.sweep import check_size, run_many, to_frame
 
 #: ``--protocol``: each scenario's own run lengths, or the paper's two-minute runs
@@ -134,7 +134,7 @@ def main(args: argparse.Namespace) -> int:
     # validate every point of every scenario, and its expected work, before running anything
     configs = [runner.normalise(point) for s in scenarios for point in s.points()]
     check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
-    out = Path(args.out)
+    out = check_output_dir("out", args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -152,7 +152,8 @@ def main(args: argparse.Namespace) -> int:
             sections.append(f"# {s.section}\n")
         t0 = time.perf_counter()
         frame = report.add_normalised(s, to_frame(run_many(run_point, s.points(), jobs=jobs)))
-        frame.to_csv(out / f"{s.name}.csv", index=False)
+        with atomic_path(out / f"{s.name}.csv") as tmp:
+            frame.to_csv(tmp, index=False)
         frames.append(frame)
         report.plot(s, frame, out / f"{s.name}.png")
         metric = s.plot.get("table", "reply_rate_per_s")
@@ -174,7 +175,7 @@ def main(args: argparse.Namespace) -> int:
     equation1 = report.equation1_section(frames)
     if equation1:
         print("\n" + equation1)
-    (out / "report.md").write_text(
+    write_text_atomic(out / "report.md",
         "# acceptsim: reproduction of Brecht, Pariag and Gammo (USENIX ATC 2004)\n\n"
         + f"Run lengths: {protocol_text(args.protocol, overrides)}.  Hot path: "
         + f"{native.path_in_use()}.\n\n"

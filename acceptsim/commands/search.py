@@ -29,6 +29,7 @@ from acceptsim.models import policies
 from acceptsim.models.policies import check_limit
 from acceptsim.sim import search as search_mod
 from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.files import atomic_path, check_output_file
 from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.results import json_safe
 
@@ -83,7 +84,8 @@ def plot_curve(out: dict[str, Any], path: str) -> None:
     ax.set_title(f"{run['server']}, {run['workload']}, {run['rate_per_s']:g}/s: "
                  f"best {_fmt(out['best_accept_limit'])}")  # fmt: skip
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
 
 
@@ -152,6 +154,8 @@ def tune_policy(
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.plot:
+        check_output_file("--plot", args.plot)  # before the search's runs
     point = base_point(args)
     replications = parse_int("replications", args.replications)
     if replications < 2:

@@ -19,6 +19,7 @@ from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import runner
 from acceptsim.models.work import MAX_ATTEMPTS
 from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.files import atomic_path
 from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.stats import StoppingRule
 from acceptsim.sim.sweep import MAX_RUNS, summary
@@ -136,7 +137,8 @@ def main(args: argparse.Namespace) -> int:
     if args.metric not in frame.columns:
         raise ConfigError("metric", args.metric, "a column of the results")
     table = summary(frame)
-    table.to_csv(out / "summary.csv", index=False)
+    with atomic_path(out / "summary.csv") as tmp:
+        table.to_csv(tmp, index=False)
     print(format_summary(table, frame.attrs["sweep"]["varied"], args.metric))
     print(f"\n{len(frame)} runs, {wall:.1f} s wall; wrote {out}/results.parquet and summary.csv")
     return 0

@@ -1,0 +1,74 @@
+"""Files a command writes: checked before any work, and written atomically.
+
+:func:`check_output_file` and :func:`check_output_dir` refuse, with a ConfigError naming
+the option, an output that could not be written (a directory where a file is expected, a
+folder that cannot be created or written), so that no simulation runs for a result that
+would then be lost.  :func:`atomic_path` gives a temporary path beside the target, renamed
+onto it only when the write succeeded: a failure never leaves a half-written or emptied
+file in place of the one that was there.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from acceptsim.sim.errors import ConfigError
+
+
+def _writable_dir(field: str, directory: Path) -> None:
+    """``directory`` exists (or can be made below an existing one) and may be written."""
+    existing = directory
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(field, str(directory), f"a directory ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(field, str(directory), f"a directory this user may write ({existing} "
+                          "is not writable)")
+
+
+def check_output_file(field: str, path: str | Path) -> Path:
+    """``path`` can be written as a file: not a directory, its folder writable."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(field, str(path), "a file name (this is a directory)")
+    _writable_dir(field, path.parent if str(path.parent) else Path.cwd())
+    return path
+
+
+def check_output_dir(field: str, path: str | Path) -> Path:
+    """``path`` can be used as an output directory: a directory, or creatable."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(field, str(path), "a directory (this is a file)")
+    _writable_dir(field, path)
+    return path
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same folder, same suffix) to write to; renamed
+    onto ``path`` when the block ends without an exception, removed otherwise."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix,
+                                dir=path.parent)  # fmt: skip
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """``path.write_text(text)``, atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
