@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: importing this never changes the backend
 
+from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.files import atomic_path
 from acceptsim.sim.scenario import Scenario
 
@@ -24,6 +25,50 @@ LABELS = {
     "bg_rate_per_s": "background connections/s",
     "files.dataset_mb": "data set (MB)",
 }
+
+
+#: the keys of a scenario's ``[plot]`` table, and the type each takes
+PLOT_KEYS: dict[str, tuple[type, ...]] = {
+    "x": (str,), "y": (list,), "series": (str, list), "logy": (list,), "table": (str,),
+    "normalise": (dict,),
+}  # fmt: skip
+#: the keys of an ``[[expect]]`` entry besides its selectors (run fields to match)
+EXPECT_KEYS = {"what": (str,), "metric": (str,), "paper": (int, float), "note": (str,),
+               "over": (dict,)}  # fmt: skip
+
+
+def check_spec(scenario: Scenario) -> None:
+    """Refuse a ``[plot]`` or ``[[expect]]`` the report could not use, before any run
+    (a ConfigError naming the scenario's field, the value and what is allowed)."""
+    where = f"{scenario.name}: plot"
+    for key, value in scenario.plot.items():
+        if key not in PLOT_KEYS:
+            raise ConfigError(f"{where}.{key}", value, "one of " + ", ".join(PLOT_KEYS))
+        if not isinstance(value, PLOT_KEYS[key]):
+            raise ConfigError(f"{where}.{key}", value, "a " + PLOT_KEYS[key][0].__name__)
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}.{key}", value, "a list of column names")
+    normalise = scenario.plot.get("normalise")
+    at = normalise.get("at") if normalise is not None else None
+    if normalise is not None and (
+        not isinstance(normalise.get("metric"), str)
+        or not isinstance(at, (int, float)) or isinstance(at, bool)
+    ):  # fmt: skip
+        raise ConfigError(f"{where}.normalise", normalise,
+                          "a table with metric = COLUMN and at = NUMBER")  # fmt: skip
+    for i, exp in enumerate(scenario.expect):
+        field = f"{scenario.name}: expect[{i}]"
+        if not isinstance(exp, dict):
+            raise ConfigError(field, exp, "a table ([[expect]])")
+        if not isinstance(exp.get("metric"), str):
+            raise ConfigError(f"{field}.metric", exp.get("metric"),
+                              "a column name, or peak:COLUMN")  # fmt: skip
+        for key, kinds in EXPECT_KEYS.items():
+            if key in exp and (not isinstance(exp[key], kinds) or isinstance(exp[key], bool)):
+                raise ConfigError(f"{field}.{key}", exp[key], "a " + kinds[0].__name__)
+        for key, value in _selector(exp).items():
+            if isinstance(value, (dict, list)):
+                raise ConfigError(f"{field}.{key}", value, "a value to match a run field")
 
 
 def add_normalised(scenario: Scenario, frame: pd.DataFrame) -> pd.DataFrame:

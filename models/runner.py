@@ -28,7 +28,7 @@ from acceptsim.models.experiment import simulate
 from acceptsim.models.work import Work
 from acceptsim.models.work import check_work as experiment_check_work
 from acceptsim.sim import scenario as scenario_mod
-from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.errors import ConfigError, names_a_file
 from acceptsim.sim.stats import MSER_BATCH, mser5
 
 #: the built-in scenarios: package data (``acceptsim/scenarios``, the checkout's ``scenarios/``)
@@ -45,7 +45,7 @@ def load_scenario(name: str) -> scenario_mod.Scenario:
     known = scenarios()
     if name in known:
         return scenario_mod.load(known[name])
-    if is_user_file(name):
+    if names_a_file(name):
         return scenario_mod.load(name)
     raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a scenario file")
 

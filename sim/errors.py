@@ -46,16 +46,25 @@ class ConfigError(ValueError):
 MAX_FILE_BYTES = 64 * 2**20
 
 
+def read_regular_file(path: str | Path) -> bytes:
+    """The bytes of a regular file, at most :data:`MAX_FILE_BYTES` + 1 of them.  It is
+    opened without blocking, so a FIFO or a device is refused at once (an OSError saying
+    "not a regular file") where a plain ``open`` would wait for a writer forever; a
+    symbolic-link loop is the OSError the system gives."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file", str(path))
+        return file.read(MAX_FILE_BYTES + 1)
+
+
 def read_user_file(field: str, path: str | Path, what: str) -> str:
     """The text of a file the user named; any failure to read it (missing, a directory or
     device such as /dev/zero, larger than :data:`MAX_FILE_BYTES`, no permission, a name too
     long, not UTF-8 text) is a :class:`ConfigError` naming ``field``, the path and ``what``
     was expected (e.g. "a TOML parameter file")."""
     try:
-        with open(path, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise ConfigError(field, str(path), f"{what} (this is not a regular file)")
-            data = file.read(MAX_FILE_BYTES + 1)
+        data = read_regular_file(path)
         if len(data) > MAX_FILE_BYTES:
             raise ConfigError(field, str(path), f"{what} of at most {MAX_FILE_BYTES:,} bytes")
         return data.decode("utf-8")
@@ -66,6 +75,19 @@ def read_user_file(field: str, path: str | Path, what: str) -> str:
         raise ConfigError(field, str(path), f"{what} ({reason})") from None
     except (UnicodeDecodeError, ValueError) as exc:  # ValueError: e.g. a NUL in the name
         raise ConfigError(field, str(path), f"{what} (not readable as UTF-8 text: {exc})") from None
+
+
+def names_a_file(name: str | Path) -> bool:
+    """Whether ``name`` is meant as a file rather than a built-in name: something exists
+    there (even a directory, a FIFO or a dangling link), or it is written like a path (a
+    folder separator, or a ``.toml`` ending).  Reading it then says precisely what is
+    wrong with it, where "one of <names>" would not."""
+    text = str(name)
+    try:
+        exists = os.path.lexists(text)
+    except (OSError, ValueError):
+        exists = False
+    return exists or os.sep in text or text.endswith(".toml")
 
 
 def is_user_file(path: str | Path) -> bool:

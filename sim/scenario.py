@@ -111,6 +111,11 @@ def load(path: str | Path) -> Scenario:
         if not isinstance(data[key], kind):
             what = {str: "a string", dict: "a table", list: "a list"}[kind]
             raise ConfigError(f"{path.name}: {key}", data[key], what)
+    if not data.get("base") and not data.get("sweep"):  # nothing to run but the defaults
+        raise ConfigError(
+            "scenario", str(path), "a scenario with a [base] or a [sweep] table (this one "
+            "has neither, so it would run one default configuration)",
+        )  # fmt: skip
     sweep = data.get("sweep", {})
     for key, values in sweep.items():
         if not isinstance(values, list) or not values:

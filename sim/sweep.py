@@ -73,7 +73,7 @@ with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar
     warnings.simplefilter("ignore", TqdmWarning)
     from tqdm.auto import tqdm
 
-from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.errors import ConfigError, names_a_file
 from acceptsim.sim.results import flatten, json_safe
 from acceptsim.sim.scenario import Scenario
 from acceptsim.sim.scenario import load as load_scenario
@@ -616,7 +616,7 @@ def resolve(
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """The name, the points and the description of what is swept."""
     if isinstance(scenario, (str, Path)):
-        if is_user_file(scenario):
+        if names_a_file(scenario):
             scenario = load_scenario(scenario)
         else:
             domain = domain if domain is not None else _default_domain()

@@ -54,6 +54,9 @@ def read_runs(paths: list[str]) -> list[MeasuredRun]:
 
 def main_calibrate(args: argparse.Namespace) -> int:
     check_output_file("--out", args.out)  # before the fit, which takes minutes
+    evaluations = parse_int("max-evaluations", args.max_evaluations)
+    if evaluations < 1:
+        raise ConfigError("--max-evaluations", args.max_evaluations, "an integer >= 1")
     runs = read_runs(args.runs)
     base = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     used = cal.usable(runs, args.include_client_limited)
@@ -64,7 +67,7 @@ def main_calibrate(args: argparse.Namespace) -> int:
         base=base,
         seed=parse_int("seed", args.seed),
         jobs=parse_int("jobs", args.jobs),
-        max_evaluations=parse_int("max-evaluations", args.max_evaluations),
+        max_evaluations=evaluations,
     )
     write_text_atomic(args.out, result.to_toml())  # a failure leaves the old file whole
     for name, value in result.fitted.items():

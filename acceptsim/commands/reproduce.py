@@ -14,7 +14,7 @@ from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.sim import native
 from acceptsim.sim import scenario as scenario_mod
-from acceptsim.sim.errors import ConfigError, is_user_file
+from acceptsim.sim.errors import ConfigError, names_a_file
 from acceptsim.sim.files import atomic_path, check_output_dir, write_text_atomic
 from acceptsim.sim.sweep import check_size, run_many, to_frame
 
@@ -52,7 +52,7 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
     for name in names:
         if name in known:
             chosen.append(scenario_mod.load(known[name]))
-        elif is_user_file(name):
+        elif names_a_file(name):
             chosen.append(scenario_mod.load(name))
         else:
             raise ConfigError("scenario", name, "one of " + ", ".join(known) + " or a file")
@@ -131,7 +131,10 @@ def main(args: argparse.Namespace) -> int:
         rates = [parse_number("rates", r) for r in args.rates.split(",")]
         for s in scenarios:
             s.sweep["rate_per_s"] = rates
-    # validate every point of every scenario, and its expected work, before running anything
+    # validate every point of every scenario, its figure and its published numbers, and
+    # its expected work, before running anything
+    for s in scenarios:
+        report.check_spec(s)
     configs = [runner.normalise(point) for s in scenarios for point in s.points()]
     check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
     out = check_output_dir("out", args.out)

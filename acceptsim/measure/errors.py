@@ -8,16 +8,10 @@ from pathlib import Path
 def read_text(path: str | Path) -> str:
     """A measured-run file's text; a ParseError if it is missing, not a regular file
     (a device, a FIFO), larger than 64 MiB or not text."""
-    import os
-    import stat
-
-    from acceptsim.sim.errors import MAX_FILE_BYTES
+    from acceptsim.sim.errors import MAX_FILE_BYTES, read_regular_file
 
     try:
-        with open(path, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise ParseError(path, 0, "not a regular file")
-            data = file.read(MAX_FILE_BYTES + 1)
+        data = read_regular_file(path)
     except FileNotFoundError:
         raise ParseError(path, 0, "file not found") from None
     except OSError as exc:

@@ -253,6 +253,17 @@ def load_run(directory: str | Path) -> MeasuredRun:
     after = read_counters(
         [counter_path(directory, n, "counters.after") for n in info.counters.after]
     )
+    for report in reports:  # a duration below zero is no httperf's
+        if not report.totals.test_duration_s >= 0:
+            raise ParseError(directory / HTTPERF_FILE, 0, f"test-duration "
+                             f"{report.totals.test_duration_s:g} s is below zero")
+    for name, delta in deltas(before, after).items():
+        if delta < 0:  # counters only grow: a truncated, swapped or foreign snapshot
+            raise ParseError(
+                directory / (info.counters.after[0] if info.counters.after else "counters"), 0,
+                f"counter {name} went from {before.get(name, 0)} to {after.get(name, 0)}: a "
+                "later snapshot below an earlier one (swapped, truncated or another host's)",
+            )  # fmt: skip
     return MeasuredRun(directory, info, reports, before, after)
 
 

@@ -1,0 +1,132 @@
+"""Readers refuse, never hang or crash: a FIFO, a symbolic-link loop or a directory where
+a file is expected, counters that go backwards, a negative test duration, an empty
+scenario, and a [plot] or [[expect]] the report could not use (refused before any run)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from acceptsim.cli import main
+from acceptsim.measure import ParseError, load_run
+from acceptsim.models.host import Host
+
+MEASURED = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback"
+RUN = sorted(MEASURED.iterdir())[0]
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a simulation started")
+
+    monkeypatch.setattr(Host, "run", refuse)
+
+
+def one_line_refusal(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
+    started = time.perf_counter()
+    assert main(args) == 2
+    assert time.perf_counter() - started < 10  # refused, not waited on
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "loop", "directory"])
+@pytest.mark.parametrize("option", ["--params", "--workload-file", "scenario"])
+def test_a_special_file_is_refused_with_its_reason(
+    kind: str, option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    no_simulation: None,
+) -> None:
+    path = tmp_path / "input"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "loop":
+        os.symlink(tmp_path / "other", path)
+        os.symlink(path, tmp_path / "other")
+    else:
+        path.mkdir()
+    if option == "scenario":
+        args = ["sweep", str(path), "--quiet"]
+    elif option == "--params":
+        args = ["run", "--rate", "1000", "--duration", "1", "--params", str(path)]
+    else:
+        args = ["run", "--rate", "1000", "--duration", "1", "--workload", "wsesslog",
+                "--workload-file", str(path)]
+    err = one_line_refusal(capsys, args)
+    reason = {"fifo": "not a regular file", "loop": "symbolic links",
+              "directory": "irectory"}[kind]
+    assert str(path) in err and (reason in err or "not a regular file" in err), err
+
+
+@pytest.mark.parametrize("name", ["run.toml", "httperf.txt", "counters-after.txt"])
+def test_a_fifo_in_a_run_directory_is_refused(name: str, tmp_path: Path) -> None:
+    run = tmp_path / RUN.name
+    shutil.copytree(RUN, run)
+    (run / name).unlink()
+    os.mkfifo(run / name)
+    started = time.perf_counter()
+    with pytest.raises((ParseError, Exception), match="not a regular file"):
+        load_run(run)
+    assert time.perf_counter() - started < 5
+
+
+def test_counters_that_go_backwards_are_refused_naming_the_counter(tmp_path: Path) -> None:
+    run = tmp_path / RUN.name
+    shutil.copytree(RUN, run)
+    before, after = run / "counters-before.txt", run / "counters-after.txt"
+    text_before, text_after = before.read_text(), after.read_text()
+    before.write_text(text_after)
+    after.write_text(text_before)  # swapped: every growing counter now shrinks
+    with pytest.raises(ParseError, match=r"counter \w+ went from \d+ to \d+"):
+        load_run(run)
+
+
+def test_a_negative_test_duration_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / RUN.name
+    shutil.copytree(RUN, run)
+    httperf = run / "httperf.txt"
+    text = httperf.read_text()
+    assert "test-duration " in text
+    import re
+
+    httperf.write_text(re.sub(r"test-duration [0-9.]+ s", "test-duration -7.9 s", text, count=1))
+    with pytest.raises(ParseError):
+        load_run(run)
+
+
+def test_an_empty_scenario_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      no_simulation: None) -> None:
+    path = tmp_path / "empty.toml"
+    path.write_text("")
+    assert "neither" in one_line_refusal(capsys, ["sweep", str(path), "--quiet"])
+
+
+@pytest.mark.parametrize(("table", "field"), [
+    ('[plot]\ny = "reply_rate_per_s"\n', "plot.y"),
+    ("[plot]\ncolour = 'red'\n", "plot.colour"),
+    ("[plot.normalise]\nmetric = 'reply_rate_per_s'\n", "plot.normalise"),
+    ("[[expect]]\nwhat = 'no metric'\npaper = 1.0\n", "expect[0].metric"),
+    ("[[expect]]\nmetric = 'reply_rate_per_s'\npaper = 'high'\n", "expect[0].paper"),
+])  # fmt: skip
+def test_reproduce_checks_the_figure_and_the_published_numbers_before_any_run(
+    table: str, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    no_simulation: None,
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("name = 'bad'\ntitle = 't'\n[base]\nduration_s = 0.3\nwarmup_s = 0.1\n"
+                    "[sweep]\nrate_per_s = [1000.0]\n" + table)
+    err = one_line_refusal(capsys, ["reproduce", str(path), "--out", str(tmp_path / "o")])
+    assert f"bad: {field}" in err
+
+
+def test_calibrate_refuses_zero_evaluations_before_reading_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_simulation: None,
+) -> None:
+    err = one_line_refusal(capsys, ["calibrate", str(MEASURED), "--max-evaluations", "0",
+                                    "--out", str(tmp_path / "p.toml")])
+    assert "--max-evaluations" in err
