@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any
 
 from acceptsim.models.config import resolve_costs, resolve_kernel
 from acceptsim.models.costs import HostCosts
 from acceptsim.models.kernel import KernelProfile
-from acceptsim.sim.errors import ConfigError, read_user_file
+from acceptsim.sim.errors import ConfigError, parse_toml, read_user_file
 from acceptsim.sim.params import ascii_number
 
 
@@ -21,13 +19,13 @@ def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]
                           "TOML file, not empty (leave --params out for the default set)")
     path = Path(path)
     text = read_user_file("--params", path, "a parameter set (cluster1, cluster2) or a TOML file")
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("--params", str(path), f"valid TOML ({exc})") from None
+    data = parse_toml("--params", path, text)
     kernel_table = data.pop("kernel", None)
-    costs = resolve_costs(data)
-    kernel = resolve_kernel(kernel_table) if kernel_table is not None else None
+    try:
+        costs = resolve_costs(data)
+        kernel = resolve_kernel(kernel_table) if kernel_table is not None else None
+    except ConfigError as exc:  # say which file the bad value is in
+        raise ConfigError(f"{path}: {exc.field}", exc.value, exc.allowed) from None
     return costs, kernel
 
 

@@ -210,6 +210,11 @@ class Request:
 _ATTRS = ("method", "contents", "think", "size")
 
 
+#: the largest reply a session file may ask for (bytes): 1 GiB, far beyond any page, and
+#: a size whose arithmetic stays within 64 bits wherever it is multiplied
+MAX_REPLY_BYTES = 2**30
+
+
 def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Request]]:
     """Parse an httperf ``--wsesslog`` file into sessions of requests.
 
@@ -254,8 +259,10 @@ def parse_wsesslog(path: str | Path, default_bytes: int = 1460) -> list[list[Req
                         field, where, f"think= a number of seconds >= 0, got {value!r}"
                     )
             elif key == "size":
-                if not value.isdigit() or int(value) < 1:
-                    raise ConfigError(field, where, f"size= an integer >= 1 (bytes), got {value!r}")
+                digits = value.isascii() and value.isdigit()
+                if not digits or not 1 <= int(value) <= MAX_REPLY_BYTES:
+                    raise ConfigError(field, where, f"size= an integer from 1 to "
+                                      f"{MAX_REPLY_BYTES:,} (bytes), got {value!r}")
                 size = int(value)
         current.append(Request(uri, size, think))
     if current:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import reprlib
 import stat
+import tomllib
 from pathlib import Path
+from typing import Any
 
 #: longest shown form of a value (its repr) or field name in an error message (a long path
 #: still shows whole; a 100,000-character value does not)
@@ -17,6 +20,12 @@ def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[: limit - 20]}... ({len(text):,} characters)"
+
+
+#: how a container value is shown in a message: a few levels and items of it
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple = 6, 30, 30, 30
+_REPR.maxstring = _REPR.maxother = SHOWN_CHARS
 
 
 class ConfigError(ValueError):
@@ -33,8 +42,9 @@ class ConfigError(ValueError):
         self.allowed = allowed
         if isinstance(value, str) and len(value) > SHOWN_CHARS - 20:  # count the text itself
             shown = f"{shorten(repr(value[: SHOWN_CHARS - 20]))}... ({len(value):,} characters)"
-        else:
-            shown = shorten(repr(value))
+        else:  # a container is shown a few levels deep (one 500 tables deep has no end)
+            shown = shorten(_REPR.repr(value) if isinstance(value, (dict, list, tuple))
+                            else repr(value))  # fmt: skip
         super().__init__(f"{shorten(field, 200)}={shown} is not allowed: {shorten(allowed, 400)}")
 
     def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
@@ -56,6 +66,18 @@ def read_regular_file(path: str | Path) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(0, "not a regular file", str(path))
         return file.read(MAX_FILE_BYTES + 1)
+
+
+def parse_toml(field: str, path: str | Path, text: str) -> dict[str, Any]:
+    """A TOML document a user wrote; not valid TOML, or nested deeper than the parser can
+    go (arrays 500 deep), is a :class:`ConfigError` naming ``field`` and the file."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(field, str(path), f"valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(field, str(path), "TOML nested less deeply (arrays or inline "
+                          "tables within each other hundreds of levels deep)") from None
 
 
 def read_user_file(field: str, path: str | Path, what: str) -> str:

@@ -19,8 +19,18 @@ from pathlib import Path
 from acceptsim.sim.errors import ConfigError
 
 
+def check_utf8_path(field: str, path: str | Path) -> None:
+    """A path the file writers take: its name is UTF-8 text (a name with bytes that are
+    not, as a shell can pass them, reaches Python as surrogates, which Parquet refuses)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(field, str(path), "a path whose name is UTF-8 text") from None
+
+
 def _writable_dir(field: str, directory: Path) -> None:
     """``directory`` exists (or can be made below an existing one) and may be written."""
+    check_utf8_path(field, directory)
     existing = directory
     while not existing.exists():
         if existing.parent == existing:
@@ -36,6 +46,7 @@ def _writable_dir(field: str, directory: Path) -> None:
 def check_output_file(field: str, path: str | Path) -> Path:
     """``path`` can be written as a file: not a directory, its folder writable."""
     path = Path(path)
+    check_utf8_path(field, path)
     if path.is_dir():
         raise ConfigError(field, str(path), "a file name (this is a directory)")
     _writable_dir(field, path.parent if str(path.parent) else Path.cwd())

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acceptsim.sim.errors import ConfigError, read_user_file
+from acceptsim.sim.errors import ConfigError, parse_toml, read_user_file
 
 _KEYS = {"name", "title", "description", "figure", "section", "base", "sweep", "plot", "expect"}
 #: the type each key of a scenario file must have
@@ -59,6 +58,11 @@ class Scenario:
     #: the report section the scenario belongs to ("" for the paper's figures)
     section: str = ""
     path: Path | None = None
+
+    def count(self) -> int:
+        """How many points :meth:`points` gives: the product of the swept lists' lengths,
+        known without expanding them."""
+        return math.prod(len(values) for values in self.sweep.values())
 
     def points(self) -> list[dict[str, Any]]:
         """Every configuration of the sweep, as ``base`` updated by one combination."""
@@ -99,10 +103,7 @@ LINK = "+"
 def load(path: str | Path) -> Scenario:
     path = Path(path)
     text = read_user_file("scenario", path, "a readable scenario file (TOML)")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("scenario", str(path), f"valid TOML ({exc})") from None
+    data = parse_toml("scenario", path, text)
     for key in data:
         if key not in _KEYS:
             allowed = "one of " + ", ".join(sorted(_KEYS))

@@ -428,6 +428,9 @@ class Store(Parts):
     files."""
 
     def __init__(self, path: str | Path, resume: bool, owner: str = "") -> None:
+        from acceptsim.sim.files import check_utf8_path
+
+        check_utf8_path("out", path)  # before the first run, not when writing its part
         self.path = Path(path)
         super().__init__(self.path / "parts", owner)
         if self.parts.is_dir() and any(self.parts.glob("*.parquet")) and not resume:
@@ -613,8 +616,12 @@ def resolve(
     overrides: Mapping[str, Any] | None = None,
     sweep_overrides: Mapping[str, list[Any]] | None = None,
     domain: Any = None,
+    runs_per_point: int = 1,
+    force: bool = False,
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
-    """The name, the points and the description of what is swept."""
+    """The name, the points and the description of what is swept.  A scenario whose run
+    count (the product of its lists' lengths x ``runs_per_point``) exceeds
+    :data:`MAX_RUNS` is refused before its points are made, unless ``force``."""
     if isinstance(scenario, (str, Path)):
         if names_a_file(scenario):
             scenario = load_scenario(scenario)
@@ -635,6 +642,14 @@ def resolve(
                 )  # fmt: skip
         base = {**scenario.base, **(overrides or {})}
         resolved = Scenario(**{**scenario.__dict__, "base": base, "sweep": spec_sweep})
+        if not force and resolved.count() * runs_per_point > MAX_RUNS:  # before expanding
+            raise ConfigError(
+                "points x replications", resolved.count() * runs_per_point,
+                f"at most {MAX_RUNS:,} runs per sweep ({resolved.count():,} points: "
+                + " x ".join(str(len(v)) for v in spec_sweep.values())
+                + f", x {runs_per_point:,} replications); sweep fewer points or replications, "
+                "or --force (force=True from Python) runs it anyway",
+            )  # fmt: skip
         spec = {"scenario": scenario.name, "base": base, "sweep": spec_sweep}
         return scenario.name, resolved.points(), spec
     if sweep_overrides:
@@ -719,7 +734,8 @@ def sweep(
         isinstance(replications, bool) or not isinstance(replications, int) or replications < 1
     ):
         raise ConfigError("replications", replications, "an integer >= 1")
-    name, points, spec = resolve(scenario, overrides, sweep_overrides, domain)
+    most = max(replications or 1, stop.max_replications if stop else 1)
+    name, points, spec = resolve(scenario, overrides, sweep_overrides, domain, most, force)
     configs = [normalise(p) for p in points]  # validate everything up front
     if out is not None and resume:
         replications, stop, configs = _resumed(

@@ -130,3 +130,62 @@ def test_calibrate_refuses_zero_evaluations_before_reading_runs(
     err = one_line_refusal(capsys, ["calibrate", str(MEASURED), "--max-evaluations", "0",
                                     "--out", str(tmp_path / "p.toml")])
     assert "--max-evaluations" in err
+
+
+def test_toml_nested_hundreds_deep_is_refused_and_deep_tables_shown_briefly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_simulation: None,
+) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 600 + "1" + "]" * 600 + "\n")
+    err = one_line_refusal(capsys, ["run", "--rate", "1000", "--duration", "1",
+                                    "--params", str(deep)])
+    assert "nested less deeply" in err
+    tables = tmp_path / "tables.toml"
+    tables.write_text("[" + ".".join(["x"] * 500) + "]\ny = 1\n")
+    err = one_line_refusal(capsys, ["sweep", str(tables), "--quiet"])
+    assert "{...}" in err and len(err) < 700
+
+
+def test_a_cost_error_in_a_params_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_simulation: None,
+) -> None:
+    params = tmp_path / "costs.toml"
+    params.write_text("request_s = -1\n")
+    err = one_line_refusal(capsys, ["run", "--rate", "1000", "--duration", "1",
+                                    "--params", str(params)])
+    assert f"{params}: costs.request_s" in err
+
+
+def test_a_session_size_beyond_any_reply_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_simulation: None,
+) -> None:
+    sessions = tmp_path / "s.log"
+    sessions.write_text("/a size=99999999999999999999999\n")
+    err = one_line_refusal(capsys, ["run", "--rate", "100", "--duration", "1", "--workload",
+                                    "wsesslog", "--workload-file", str(sessions)])
+    assert f"{sessions}:1" in err and "size=" in err
+
+
+def test_an_output_name_that_is_not_utf8_is_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_simulation: None,
+) -> None:
+    scenario = tmp_path / "ok.toml"
+    scenario.write_text("name = 'ok'\n[base]\nduration_s = 0.3\nwarmup_s = 0.1\n")
+    bad = str(tmp_path / "out") + "\udcff"  # a byte that is not UTF-8, as argv gives it
+    err = one_line_refusal(capsys, ["sweep", str(scenario), "--out", bad, "--quiet"])
+    assert "UTF-8" in err
+
+
+def test_a_sweep_too_large_is_refused_from_its_lists_lengths_before_expanding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    values = ", ".join(str(i) for i in range(1, 1001))
+    huge = tmp_path / "huge.toml"
+    huge.write_text(f"name = 'huge'\n[base]\nduration_s = 0.3\n[sweep]\n"
+                    f"rate_per_s = [{values}]\nseed = [{values}]\n")
+    for args in (["sweep", str(huge), "--quiet"],
+                 ["reproduce", str(huge), "--out", str(tmp_path / "o")]):
+        started = time.perf_counter()
+        err = one_line_refusal(capsys, args)
+        assert "1,000,000" in err or "1000000" in err
+        assert time.perf_counter() - started < 5

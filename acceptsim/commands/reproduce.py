@@ -16,7 +16,7 @@ from acceptsim.sim import native
 from acceptsim.sim import scenario as scenario_mod
 from acceptsim.sim.errors import ConfigError, names_a_file
 from acceptsim.sim.files import atomic_path, check_output_dir, write_text_atomic
-from acceptsim.sim.sweep import check_size, run_many, to_frame
+from acceptsim.sim.sweep import MAX_RUNS, check_size, run_many, to_frame
 
 #: ``--protocol``: each scenario's own run lengths, or the paper's two-minute runs
 PROTOCOLS = ("scenario", "paper")
@@ -135,6 +135,10 @@ def main(args: argparse.Namespace) -> int:
     # its expected work, before running anything
     for s in scenarios:
         report.check_spec(s)
+    total = sum(s.count() for s in scenarios)  # known before any point is made
+    if total > MAX_RUNS and not args.force:
+        raise ConfigError("points", total, f"at most {MAX_RUNS:,} runs (one per point), or "
+                          "--force runs them anyway")
     configs = [runner.normalise(point) for s in scenarios for point in s.points()]
     check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
     out = check_output_dir("out", args.out)

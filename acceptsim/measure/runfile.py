@@ -52,13 +52,12 @@ file and the key)::
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acceptsim.sim.errors import ConfigError, read_user_file
+from acceptsim.sim.errors import ConfigError, parse_toml, read_user_file
 from acceptsim.sim.params import Params, param
 
 FORMAT = "acceptsim-measured-run/1"
@@ -311,8 +310,5 @@ def read_run_info(path: str | Path) -> RunInfo:
     """Read and validate a ``run.toml`` file."""
     path = Path(path)
     text = read_user_file("run.toml", path, "a readable run.toml file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), "(file)", f"valid TOML ({exc})") from None
+    data = parse_toml("run.toml", path, text)
     return parse_run_info(data, path)
