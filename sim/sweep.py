@@ -493,7 +493,7 @@ class Store(Parts):
             return None
 
     def write_manifest(self, description: Mapping[str, Any]) -> None:
-        tmp = self.path / ".manifest.json.tmp"
+        tmp = self.path / f".manifest.json.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(json_safe(dict(description)), indent=2, default=str) + "\n")
         os.replace(tmp, self.path / "manifest.json")
 
@@ -506,7 +506,7 @@ class Store(Parts):
         meta[METADATA_KEY] = json.dumps(json_safe(dict(description)), default=str).encode()
         table = table.replace_schema_metadata(meta)
         final = self.path / "results.parquet"
-        tmp = self.path / ".results.parquet.tmp"
+        tmp = self.path / f".results.parquet.{os.getpid()}.tmp"
         pq.write_table(table, tmp)
         os.replace(tmp, final)
         return final
