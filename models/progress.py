@@ -21,11 +21,12 @@ MAX_SLICES = 10_000
 
 
 def progress_bar(total_s: float) -> Any:
-    """A tqdm bar over simulated seconds, or None when stderr is not a terminal."""
-    from tqdm import tqdm
+    """A tqdm bar over simulated seconds (a widget in a Jupyter kernel), or None when
+    neither a kernel nor a terminal would show it (:func:`acceptsim.sim.bars.show_progress`)."""
+    from acceptsim.sim.bars import bar as make_bar
 
-    bar = tqdm(
-        total=total_s, disable=None, leave=False, dynamic_ncols=True, unit="s",
+    bar = make_bar(
+        total=total_s, leave=False, dynamic_ncols=True, unit="s",
         bar_format="simulated {n:,.2f} of {total:,.2f} s |{bar}| {postfix} "
         "[{elapsed} elapsed, ETA {remaining}]",
     )  # fmt: skip

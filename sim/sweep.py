@@ -58,7 +58,6 @@ import platform
 import sys
 import time
 import types
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -67,12 +66,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import TqdmWarning
+from tqdm.std import tqdm  # the base of every bar (the notebook widget included)
 
-with warnings.catch_warnings():  # in a notebook without ipywidgets: a plain bar, no warning
-    warnings.simplefilter("ignore", TqdmWarning)
-    from tqdm.auto import tqdm
-
+from acceptsim.sim import bars
 from acceptsim.sim.errors import ConfigError, names_a_file
 from acceptsim.sim.results import flatten, json_safe
 from acceptsim.sim.scenario import Scenario
@@ -338,11 +334,11 @@ def _execute_dask(
             client.close()
 
 
-def _bar(total: int, initial: int, progress: bool, desc: str) -> tqdm:
-    # disable=None: tqdm stays quiet when stderr is not a terminal
-    return tqdm(
-        total=total, initial=initial, disable=None if progress else True, unit="run",
-        desc=desc, leave=False, dynamic_ncols=True,
+def _bar(total: int, initial: int, progress: bool, desc: str) -> Any:
+    # a widget in a kernel, a bar on a terminal, nothing otherwise (acceptsim.sim.bars)
+    return bars.bar(
+        progress, total=total, initial=initial, unit="run", desc=desc, leave=False,
+        dynamic_ncols=True,
     )  # fmt: skip
 
 
@@ -580,7 +576,11 @@ def read_results(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         path = path / "results.parquet"
     table = pq.read_table(path)
     meta = (table.schema.metadata or {}).get(METADATA_KEY)
-    return table.to_pandas(), json.loads(meta) if meta else {}
+    description = json.loads(meta) if meta else {}
+    frame = table.to_pandas()
+    if description:
+        frame.attrs["sweep"] = description  # what summary() groups by
+    return frame, description
 
 
 def versions(*functions: Callable[..., Any]) -> dict[str, str]:
@@ -919,13 +919,28 @@ def _point_index(tasks: Sequence[Task]) -> np.ndarray:
     return np.array([t.index for t in tasks])
 
 
-def summary(frame: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """Mean and 95 % CI over replications for every configuration of a sweep's frame.
+def summary(
+    frame: pd.DataFrame | str | Path, metrics: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Mean and 95 % CI over replications for every configuration of a sweep.
 
-    Configurations are told apart by the ``varied`` columns of the sweep;
-    ``metrics`` defaults to every numeric column of the run records.
+    ``frame``: a sweep's frame (as :func:`sweep` or :func:`read_results` return it, with
+    the sweep's description in ``attrs["sweep"]``), or the path of a stored sweep (its
+    directory or results file).  Configurations are told apart by the sweep's
+    ``varied`` columns; ``metrics`` defaults to every numeric column of the run records.
+    A frame without the description (``pd.read_parquet`` loses it) is refused: without
+    it every row would be taken for a replication of one configuration.
     """
-    description = frame.attrs.get("sweep", {})
+    if isinstance(frame, (str, Path)):
+        frame = read_results(frame)[0]
+    description = frame.attrs.get("sweep")
+    if not description or "varied" not in description:
+        raise ConfigError(
+            "frame", f"a frame of {len(frame)} rows without a sweep description",
+            "a sweep's frame as sweep() or read_results(OUT) return it (they keep its "
+            "description in frame.attrs['sweep']; pd.read_parquet does not), or the path "
+            "of the stored sweep",
+        )  # fmt: skip
     by = list(description.get("varied", []))
     if metrics is None:
         skip = set(META_COLUMNS) | set(description.get("config_columns", []))
