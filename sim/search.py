@@ -12,9 +12,10 @@ maximises one metric of the record.
   numbers, they are compared by *paired* differences: a candidate is
   *indistinguishable* from the best when the CI of its paired difference
   from the best contains 0.  ``prefer`` chooses among the indistinguishable
-  ones (``"max"``: the highest mean; ``"first"``: the first in the
-  candidates' order, e.g. the smallest accept-limit: at equal throughput the
-  smaller limit has shorter phases and response times).  ``indifference``
+  ones (:data:`PREFERENCES`; the default :data:`PREFER` is the one ``acceptsim
+  search`` uses too): ``"smallest"`` the smallest value (at equal throughput the
+  smaller accept-limit has shorter phases and response times; values that are not
+  numbers: the first in the candidates' order), ``"max"`` the highest mean.  ``indifference``
   adds an indifference zone (Bechhofer's ranking-and-selection idea): a
   candidate whose mean is within this fraction of the best mean also counts
   as equivalent, however tight its interval (0: statistics alone).
@@ -87,20 +88,41 @@ def evaluate(
     return _metric_values(frame, metric, len(points), replications)
 
 
+#: what :func:`best_of` may prefer among the candidates indistinguishable from the best
+PREFERENCES = ("smallest", "max")
+#: the preference of :func:`best_of` and of ``acceptsim search`` alike
+PREFER = "smallest"
+
+
+def _smallest(rows: Sequence[Evaluated]) -> Evaluated:
+    """The row with the smallest value (inf the largest); the first for non-numbers."""
+    def key(row: Evaluated) -> float:
+        value = row.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return math.nan
+        return float(value)
+
+    keys = [key(r) for r in rows]
+    if any(math.isnan(k) for k in keys):
+        return rows[0]
+    return rows[min(range(len(rows)), key=keys.__getitem__)]
+
+
 def best_of(
     base: Mapping[str, Any],
     field_name: str,
     candidates: Sequence[Any],
     *,
-    prefer: str = "max",
+    prefer: str = PREFER,
     indifference: float = 0.0,
     **kwargs: Any,
 ) -> SearchResult:
     """Evaluate ``base`` with ``field_name`` set to each candidate; the best one."""
     if not candidates:
         raise ConfigError("candidates", candidates, "at least one value")
-    if prefer not in ("max", "first"):
-        raise ConfigError("prefer", prefer, "'max' or 'first'")
+    if prefer not in PREFERENCES:
+        raise ConfigError("prefer", prefer, "'smallest' (the smallest value among those "
+                          "indistinguishable from the best) or 'max' (the highest mean)")
     if not 0.0 <= indifference < 1.0:
         raise ConfigError("indifference", indifference, "a fraction in [0, 1)")
     points = [{**base, field_name: c} for c in candidates]
@@ -123,7 +145,7 @@ def best_of(
             Evaluated(c, float(means[i]), (ci.low, ci.high), tuple(map(float, values[i])), same)
         )
     argmax = rows[top]
-    best = argmax if prefer == "max" else next(r for r in rows if r.indistinguishable)
+    best = argmax if prefer == "max" else _smallest([r for r in rows if r.indistinguishable])
     return SearchResult(best, argmax, rows, kwargs.get("metric", "reply_rate_per_s"),
                         values.shape[1])  # fmt: skip
 

@@ -112,16 +112,16 @@ def test_prefer_first_takes_the_smallest_of_indistinguishable_candidates() -> No
         return {"reply_rate_per_s": 500.0 + np.random.default_rng(point["seed"]).normal()}
 
     result = search.best_of({"seed": 2}, "accept_limit", [1, 4, 16], run=flat, normalise=dict,
-                            replications=3, jobs=1, prefer="first")  # fmt: skip
+                            replications=3, jobs=1, prefer="smallest")  # fmt: skip
     assert result.best.value == 1
 
 
 def test_an_indifference_zone_admits_close_candidates() -> None:
     strict = search.best_of({"seed": 1}, "accept_limit", [1, 8], run=fake_run, normalise=dict,
-                            replications=3, jobs=1, prefer="first")  # fmt: skip
+                            replications=3, jobs=1, prefer="smallest")  # fmt: skip
     assert strict.best.value == 8  # 1 is 90 below the peak of 1000, far outside the noise
     loose = search.best_of({"seed": 1}, "accept_limit", [1, 8], run=fake_run, normalise=dict,
-                           replications=3, jobs=1, prefer="first", indifference=0.1)  # fmt: skip
+                           replications=3, jobs=1, prefer="smallest", indifference=0.1)  # fmt: skip
     assert loose.best.value == 1 and loose.argmax.value == 8
 
 

@@ -71,3 +71,28 @@ def test_no_command_module_imports_another_command_module() -> None:
                     if set(imported) & (names - {path.stem}):
                         offenders.append(f"{path.name}: {node.module}")
     assert offenders == []
+
+
+def test_search_from_the_command_line_and_from_python_give_one_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One preference, declared once (sim.search.PREFER), for acceptsim search and
+    best_of: the same runs give the same best limit."""
+    import json
+    import math
+
+    from acceptsim.cli import main
+    from acceptsim.sim import search
+
+    assert main(["search", "--rate", "24000", "--duration", "0.5", "--warmup", "0",
+                 "--candidates", "1,16,inf", "--replications", "2", "--jobs", "1",
+                 "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    base = {"server": "userver", "workload": "one-packet", "rate_per_s": 24000.0,
+            "rate_profile": "", "duration_s": 0.5, "warmup_s": 0.0, "seed": 1}
+    python = search.best_of(base, "accept_limit", [1, 16, math.inf], replications=2, jobs=1)
+    assert cli["prefer"] == search.PREFER
+    assert cli["best_accept_limit"] == python.best.value
+    assert cli["best_reply_rate_per_s"] == pytest.approx(python.best.mean)
+    with pytest.raises(ConfigError, match="smallest"):
+        search.best_of(base, "accept_limit", [1], prefer="first")

@@ -40,9 +40,9 @@ def add_parser(subparsers: Any) -> None:
     )
     add_point_arguments(p, duration_s=10)
     p.add_argument("--replications", default="3", help="replications per candidate (default 3)")
-    p.add_argument("--prefer", default="smallest", choices=("smallest", "max"),
-                   help="among limits indistinguishable from the best: the smallest (default) "
-                   "or the highest mean")
+    p.add_argument("--prefer", default=search_mod.PREFER, choices=search_mod.PREFERENCES,
+                   help="among limits indistinguishable from the best: the smallest or the "
+                   f"highest mean (default {search_mod.PREFER}, as search.best_of's)")
     p.add_argument("--indifference", default="0",
                    help="indifference zone: limits whose mean is within this fraction of the best "
                    "also count as equivalent (e.g. 0.01; default 0: statistics alone)")
@@ -98,7 +98,7 @@ def search_static(
     jobs: int | None, indifference: float = 0.0, force: bool = False,
 ) -> dict[str, Any]:
     result = search_mod.best_of(
-        point, "accept_limit", candidates, prefer="first" if prefer == "smallest" else "max",
+        point, "accept_limit", candidates, prefer=prefer,
         indifference=indifference, replications=replications, jobs=jobs, force=force,
     )  # fmt: skip
     return {
