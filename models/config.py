@@ -26,6 +26,19 @@ MAX_ACCEPT_LIMIT = 10**9
 MAX_IDLE_CONNECTIONS = 10**6
 
 
+#: the warm-up of a run that does not set one (the CLI, Python and sweeps alike)
+WARMUP_RULE = "a quarter of duration_s, at most 5 s"
+#: the longest warm-up the rule gives (s)
+WARMUP_MAX_S = 5.0
+#: the share of the run the rule leaves out below that
+WARMUP_SHARE = 0.25
+
+
+def _warmup(config: Any) -> float:
+    """:data:`WARMUP_RULE`."""
+    return min(WARMUP_MAX_S, WARMUP_SHARE * config.duration_s)
+
+
 @dataclass(frozen=True)
 class RunConfig(Params):
     """Everything that defines one run.  Defaults reproduce the paper's setup.
@@ -55,8 +68,8 @@ class RunConfig(Params):
     )
     duration_s: float = param(20.0, unit="s", ge=MIN_TIME_S, doc="simulated time of the run")
     warmup_s: float = param(
-        5.0, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
-        doc="initial time left out of every measurement",
+        None, unit="s", ge=0.0, min_nonzero=MIN_TIME_S,
+        doc="initial time left out of every measurement", rule=(WARMUP_RULE, _warmup),
     )
     seed: int = param(1, unit="", ge=0, doc="seed of the run's random streams")
     series_interval_s: float = param(
@@ -153,7 +166,7 @@ class RunConfig(Params):
             if key not in names:
                 allowed = "unknown key; allowed: " + ", ".join(sorted(names))
                 raise ConfigError(key, data[key], allowed)
-        return dataclasses.replace(start, **data)
+        return dataclasses.replace(start, **start._followed(data))
 
     def build_server_params(self) -> Params:
         """The server's parameter set: its defaults updated by ``server_params``."""

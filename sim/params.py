@@ -78,12 +78,18 @@ def param(
     allow_inf: bool = False,
     fitted: str | None = None,
     min_nonzero: float | None = None,
+    rule: tuple[str, Any] | None = None,
 ) -> Any:
     """Declare a parameter field with its unit, meaning and allowed values.
 
     ``min_nonzero``: the value is 0 (typically "off") or at least this much; a
     positive value below it (a denormal, 1e-300 s) has no physical sense.
     Integers always fit in 64 bits (at most ``INT64_MAX`` in magnitude).
+    ``rule``: a default that follows other fields, as ``(text, function)``: a float
+    field left out (its declared default is NaN) takes ``function(params)`` once the
+    other fields are checked, and keeps following them through :meth:`Params.replace`
+    and :meth:`Params.from_dict` until it is given a value; ``text`` says the rule
+    wherever the default is shown.
     """
     meta = {
         "unit": unit,
@@ -95,7 +101,10 @@ def param(
         "allow_inf": allow_inf,
         "fitted": fitted,
         "min_nonzero": min_nonzero,
+        "rule": rule,
     }
+    if rule is not None:
+        default = math.nan  # "left out": the rule gives the value
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -175,13 +184,28 @@ class Params:
     _prefix = ""
 
     def __post_init__(self) -> None:
+        ruled = []
         for f in dataclasses.fields(self):
             if not f.metadata:
                 continue
             value = getattr(self, f.name)
+            if f.metadata.get("rule") is not None and isinstance(value, float) and value != value:
+                ruled.append(f)  # left out: the rule gives it, from the checked fields
+                continue
             checked = check_value(self._prefix + f.name, value, f.default, f.metadata)
             if checked is not value:
                 object.__setattr__(self, f.name, checked)
+        for f in ruled:
+            value = f.metadata["rule"][1](self)
+            object.__setattr__(
+                self, f.name, check_value(self._prefix + f.name, value, f.default, f.metadata)
+            )
+        # the fields a rule gave (they follow their rule through replace and from_dict)
+        object.__setattr__(self, "_ruled", frozenset(f.name for f in ruled))
+
+    def _followed(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """``changes`` with every field a rule gave, and not changed, left out again."""
+        return {**{n: math.nan for n in getattr(self, "_ruled", ())}, **changes}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base: Self | None = None) -> Self:
@@ -196,7 +220,7 @@ class Params:
                     cls._prefix + str(key), data[key], "unknown key; allowed: " + ", ".join(names)
                 )
         start = base if base is not None else cls()
-        return dataclasses.replace(start, **dict(data))
+        return dataclasses.replace(start, **start._followed(data))
 
     def replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (validated again)."""
@@ -215,7 +239,7 @@ class Params:
             rows.append(
                 {
                     "name": f.name,
-                    "default": f.default,
+                    "default": f.metadata["rule"][0] if f.metadata.get("rule") else f.default,
                     "unit": f.metadata["unit"],
                     "doc": f.metadata["doc"],
                     "allowed": _allowed_text(f.metadata, type(f.default)),

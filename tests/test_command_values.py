@@ -96,3 +96,33 @@ def test_search_from_the_command_line_and_from_python_give_one_answer(
     assert cli["best_reply_rate_per_s"] == pytest.approx(python.best.mean)
     with pytest.raises(ConfigError, match="smallest"):
         search.best_of(base, "accept_limit", [1], prefer="first")
+
+
+def test_one_warm_up_rule_for_python_and_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that sets no warm-up leaves out a quarter of its duration, at most 5 s,
+    from Python and from every command alike; a warm-up given is kept as given."""
+    import json
+
+    from acceptsim.cli import main
+    from acceptsim.commands.common import base_point
+    from acceptsim.models.config import RunConfig
+    from acceptsim.models.experiment import simulate
+
+    assert RunConfig(rate_per_s=24000, duration_s=3).warmup_s == 0.75  # was an error
+    assert RunConfig().warmup_s == 5.0 and RunConfig(duration_s=100).warmup_s == 5.0
+    assert RunConfig(duration_s=3, warmup_s=0).warmup_s == 0.0
+    assert RunConfig().replace(duration_s=2).warmup_s == 0.5  # the rule follows the duration
+    assert RunConfig(warmup_s=1).replace(duration_s=8).warmup_s == 1.0  # a given one is kept
+    assert main(["run", "--rate", "3000", "--duration", "1.2", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    python = json.loads(json.dumps(simulate(rate_per_s=3000, duration_s=1.2), default=str))
+    assert cli["warmup_s"] == python["warmup_s"] == 0.3
+    timing = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
+    assert {k: v for k, v in cli.items() if k not in timing} == {
+        k: v for k, v in python.items() if k not in timing}
+    import argparse
+
+    args = argparse.Namespace(server="userver", workload="one-packet", rate="3000",
+                              rate_profile="", duration="2", warmup=None, seed="1", set=[],
+                              force=False)
+    assert base_point(args)["warmup_s"] == 0.5  # search and oracle: the same rule

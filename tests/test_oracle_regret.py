@@ -129,7 +129,7 @@ def test_the_oracle_command_runs_every_limit_and_reports_the_headroom() -> None:
     (["--candidates", "1,1"], "candidates"), (["--interval", "5"], "interval"),
 ])  # fmt: skip
 def test_the_oracle_refuses_bad_input_before_running(args: list[str], field: str) -> None:
-    out = _acceptsim("oracle", "--rate", "1000", "--duration", "2", *args)
+    out = _acceptsim("oracle", "--rate", "1000", "--duration", "2", "--warmup", "0", *args)
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and field in out.stderr
     assert out.stdout == ""

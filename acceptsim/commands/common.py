@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from acceptsim.config_io import parse_int, parse_number
-from acceptsim.models.config import RunConfig
+from acceptsim.models.config import WARMUP_RULE, RunConfig
 from acceptsim.models.work import check_work
 from acceptsim.sim.params import parse_value, split_assignment
 
@@ -22,8 +22,8 @@ def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
     p.add_argument("--rate-profile", default="", help="time-varying rate (see `run --help`)")
     p.add_argument("--duration", default=str(duration_s),
                    help=f"simulated seconds per run (default {duration_s})")
-    p.add_argument("--warmup", default="0", help="seconds left out of each run (default 0, "
-                   "httperf-style)")
+    p.add_argument("--warmup", default=None, help="seconds left out of each run (default: "
+                   f"{WARMUP_RULE})")
     p.add_argument("--seed", default="1")
     p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -39,11 +39,14 @@ def base_point(args: argparse.Namespace) -> dict[str, Any]:
         "rate_per_s": parse_number("rate", args.rate),
         "rate_profile": args.rate_profile,
         "duration_s": parse_number("duration", args.duration),
-        "warmup_s": parse_number("warmup", args.warmup),
         "seed": parse_int("seed", args.seed),
     }
+    if args.warmup is not None:  # else RunConfig's rule, the same as everywhere
+        point["warmup_s"] = parse_number("warmup", args.warmup)
     for item in args.set:
         key, value = split_assignment("--set", item)
         point[key] = parse_value(value)
-    check_work(RunConfig.from_dict(point), args.force)  # validate, refuse a huge run, first
+    config = RunConfig.from_dict(point)
+    check_work(config, args.force)  # validate, refuse a huge run, first
+    point["warmup_s"] = config.warmup_s  # as the rule gave it: the runs and the output say it
     return point

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
-from acceptsim.models.config import RunConfig
+from acceptsim.models.config import WARMUP_RULE, RunConfig
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.kernel import PROFILES
 from acceptsim.models.policies import check_limit
@@ -37,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
-                   "a quarter of the duration, at most 5)")
+                   f"{WARMUP_RULE})")
     p.add_argument("--seed", default="1", help="seed of the run's random streams (default 1)")
     p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
     p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
@@ -102,9 +102,6 @@ def policy_spec(args: argparse.Namespace) -> str:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     duration = parse_number("duration", args.duration)
-    warmup = (
-        parse_number("warmup", args.warmup) if args.warmup is not None else min(5.0, duration / 4)
-    )
     fields: dict[str, Any] = {
         "server": args.server,
         "accept_limit": check_limit(args.accept_limit),
@@ -112,7 +109,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "workload_file": args.workload_file,
         "rate_per_s": parse_number("rate", args.rate),
         "duration_s": duration,
-        "warmup_s": warmup,
         "seed": parse_int("seed", args.seed),
         "spacing": args.spacing,
         "timeout_s": parse_number("timeout", args.timeout),
@@ -124,6 +120,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "policy": policy_spec(args),
         "rate_profile": args.rate_profile,
     }
+    if args.warmup is not None:  # else RunConfig's rule (WARMUP_RULE), as from Python
+        fields["warmup_s"] = parse_number("warmup", args.warmup)
     if args.timeseries is not None:
         interval = parse_number("timeseries", args.timeseries)
         if interval == 0:  # 0 would silently mean "no time series", which was not asked for
