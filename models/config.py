@@ -6,6 +6,7 @@ as tables of changes (:func:`resolve_costs`, :func:`resolve_kernel`).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,16 @@ WARMUP_RULE = "a quarter of duration_s, at most 5 s"
 WARMUP_MAX_S = 5.0
 #: the share of the run the rule leaves out below that
 WARMUP_SHARE = 0.25
+
+
+def default_text(name: str) -> str:
+    """A RunConfig field's default as the command-line help shows it (``inf`` as inf, a
+    rule as its text): one default per setting, read from its one declaration."""
+    row = next(r for r in RunConfig.describe() if r["name"] == name)
+    value = row["default"]
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:g}"
+    return str(value) if value != "" else "none"
 
 
 def _warmup(config: Any) -> float:

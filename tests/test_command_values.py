@@ -126,3 +126,18 @@ def test_one_warm_up_rule_for_python_and_every_command(capsys: pytest.CaptureFix
                               rate_profile="", duration="2", warmup=None, seed="1", set=[],
                               force=False)
     assert base_point(args)["warmup_s"] == 0.5  # search and oracle: the same rule
+
+
+def test_run_leaves_every_default_to_runconfig() -> None:
+    """One default per setting: an option left out of ``acceptsim run`` is RunConfig's
+    default (its help says which), never a second copy of it in the command line."""
+    from acceptsim.cli import build_parser
+    from acceptsim.commands.run import config_from_args
+    from acceptsim.models.config import RunConfig, default_text
+
+    args = build_parser().parse_args(["run", "--rate", "3000", "--duration", "8"])
+    assert config_from_args(args) == RunConfig(rate_per_s=3000, duration_s=8)
+    help_text = build_parser()._subparsers._group_actions[0].choices["run"].format_help()  # type: ignore[union-attr]
+    flat = " ".join(help_text.split())
+    for name in ("timeout_s", "seed", "spacing", "cpu_period_s", "accept_limit"):
+        assert f"(default {default_text(name)})" in flat, name

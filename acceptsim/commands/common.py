@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from acceptsim.config_io import parse_int, parse_number
-from acceptsim.models.config import WARMUP_RULE, RunConfig
+from acceptsim.models.config import WARMUP_RULE, RunConfig, default_text
 from acceptsim.models.work import check_work
 from acceptsim.sim.params import parse_value, split_assignment
 
@@ -16,15 +16,16 @@ DEFAULT_CANDIDATES = "1,2,4,8,16,32,64,128,256,inf"
 def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
     """The run every candidate accept-limit shares (read by :func:`base_point`), the
     ladder of candidates and the parallel jobs: arguments of ``search`` and ``oracle``."""
-    p.add_argument("--server", default="userver")
-    p.add_argument("--workload", default="one-packet")
+    d = default_text  # RunConfig's own defaults
+    p.add_argument("--server", default=None, help=f"server (default {d('server')})")
+    p.add_argument("--workload", default=None, help=f"workload (default {d('workload')})")
     p.add_argument("--rate", required=True, help="target connection rate per second")
-    p.add_argument("--rate-profile", default="", help="time-varying rate (see `run --help`)")
+    p.add_argument("--rate-profile", default=None, help="time-varying rate (see `run --help`)")
     p.add_argument("--duration", default=str(duration_s),
                    help=f"simulated seconds per run (default {duration_s})")
     p.add_argument("--warmup", default=None, help="seconds left out of each run (default: "
                    f"{WARMUP_RULE})")
-    p.add_argument("--seed", default="1")
+    p.add_argument("--seed", default=None, help=f"base seed (default {d('seed')})")
     p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other run field, e.g. --set costs=cluster2 (repeatable)")
@@ -34,19 +35,23 @@ def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
 
 def base_point(args: argparse.Namespace) -> dict[str, Any]:
     point: dict[str, Any] = {
-        "server": args.server,
-        "workload": args.workload,
         "rate_per_s": parse_number("rate", args.rate),
-        "rate_profile": args.rate_profile,
         "duration_s": parse_number("duration", args.duration),
-        "seed": parse_int("seed", args.seed),
     }
-    if args.warmup is not None:  # else RunConfig's rule, the same as everywhere
-        point["warmup_s"] = parse_number("warmup", args.warmup)
+    # left out: RunConfig's default (the warm-up: its rule), the same as everywhere
+    for name, text, read in (
+        ("server", args.server, str), ("workload", args.workload, str),
+        ("rate_profile", args.rate_profile, str),
+        ("warmup_s", args.warmup, lambda t: parse_number("warmup", t)),
+        ("seed", args.seed, lambda t: parse_int("seed", t)),
+    ):
+        if text is not None:
+            point[name] = read(text)
     for item in args.set:
         key, value = split_assignment("--set", item)
         point[key] = parse_value(value)
     config = RunConfig.from_dict(point)
     check_work(config, args.force)  # validate, refuse a huge run, first
-    point["warmup_s"] = config.warmup_s  # as the rule gave it: the runs and the output say it
+    for name in ("server", "workload", "rate_profile", "warmup_s", "seed"):
+        point[name] = getattr(config, name)  # as used: the runs and the output say it
     return point

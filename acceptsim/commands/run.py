@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
-from acceptsim.models.config import WARMUP_RULE, RunConfig
+from acceptsim.models.config import WARMUP_RULE, RunConfig, default_text
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.kernel import PROFILES
 from acceptsim.models.policies import check_limit
@@ -27,27 +27,32 @@ def add_parser(subparsers: Any) -> None:
         "run", help="simulate one configuration", epilog=record_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--server", default="userver", help="server architecture: "
-                   + ", ".join(SERVERS) + " (default userver; `acceptsim servers` describes "
-                   "each)")
-    p.add_argument("--accept-limit", default="1", help="accept-limit: an integer >= 1 or inf")
-    p.add_argument("--workload", default="one-packet", help="workload: " + ", ".join(WORKLOADS)
-                   + " (default one-packet)")
-    p.add_argument("--workload-file", default="", help="session file for --workload wsesslog")
+    d = default_text  # every default below is RunConfig's own (models/config.py)
+    p.add_argument("--server", default=None, help="server architecture: "
+                   + ", ".join(SERVERS) + f" (default {d('server')}; `acceptsim servers` "
+                   "describes each)")
+    p.add_argument("--accept-limit", default=None, help="accept-limit: an integer >= 1 or inf "
+                   f"(default {d('accept_limit')})")
+    p.add_argument("--workload", default=None, help="workload: " + ", ".join(WORKLOADS)
+                   + f" (default {d('workload')})")
+    p.add_argument("--workload-file", default=None, help="session file for --workload wsesslog")
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
                    f"{WARMUP_RULE})")
-    p.add_argument("--seed", default="1", help="seed of the run's random streams (default 1)")
-    p.add_argument("--spacing", default="poisson", help="poisson or deterministic")
-    p.add_argument("--timeout", default="10", help="httperf --timeout in seconds (default 10)")
-    p.add_argument("--idle-connections", default="0",
-                   help="idle persistent connections held open (default 0)")
-    p.add_argument("--cpu-quota", default="0", metavar="CPUS",
+    p.add_argument("--seed", default=None,
+                   help=f"seed of the run's random streams (default {d('seed')})")
+    p.add_argument("--spacing", default=None,
+                   help=f"poisson or deterministic (default {d('spacing')})")
+    p.add_argument("--timeout", default=None,
+                   help=f"httperf --timeout in seconds (default {d('timeout_s')})")
+    p.add_argument("--idle-connections", default=None,
+                   help=f"idle persistent connections held open (default {d('idle_connections')})")
+    p.add_argument("--cpu-quota", default=None, metavar="CPUS",
                    help="CFS bandwidth limit on the server, in CPUs (cgroup quota / period, "
-                   "e.g. 0.1); 0: no limit (default)")
-    p.add_argument("--cpu-period", default="0.1", metavar="SECONDS",
-                   help="CFS period of --cpu-quota in seconds (default 0.1, Linux's)")
+                   f"e.g. 0.1); 0: no limit (default {d('cpu_quota')})")
+    p.add_argument("--cpu-period", default=None, metavar="SECONDS",
+                   help=f"CFS period of --cpu-quota in seconds (default {d('cpu_period_s')})")
     p.add_argument("--server-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the server's own parameters (repeatable)")
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
@@ -57,17 +62,22 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
                    "file of cost (and [kernel]) parameters")
     add_policy_arguments(p)
-    p.add_argument("--rate-profile", default="", help="time-varying rate, e.g. "
+    p.add_argument("--rate-profile", default=None, help="time-varying rate, e.g. "
                    "step:10000@0,30000@20, ramp:..., sine:mean=,amplitude=,period=, "
                    "bursty:low=,high=,low_s=,high_s= (overrides --rate)")
     p.add_argument("--timeseries", default=None, metavar="SECONDS",
                    help="also report a time series sampled every SECONDS (reply rate, queues, "
                    "the policy's accept-limit)")
     p.add_argument("--plot", default=None, metavar="PNG",
-                   help="plot the time series to this file (implies --timeseries 0.5 unless given)")
+                   help="plot the time series to this file (implies --timeseries "
+                   f"{PLOT_INTERVAL_S:g} unless given)")
     p.add_argument("--format", default="table", choices=("table", "json"))
     add_force_argument(p)
     p.set_defaults(main=main)
+
+
+#: the time series' interval when ``--plot`` asks for one and ``--timeseries`` is not given
+PLOT_INTERVAL_S = 0.5
 
 
 def add_force_argument(p: argparse.ArgumentParser) -> None:
@@ -101,27 +111,27 @@ def policy_spec(args: argparse.Namespace) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    duration = parse_number("duration", args.duration)
     fields: dict[str, Any] = {
-        "server": args.server,
-        "accept_limit": check_limit(args.accept_limit),
-        "workload": args.workload,
-        "workload_file": args.workload_file,
         "rate_per_s": parse_number("rate", args.rate),
-        "duration_s": duration,
-        "seed": parse_int("seed", args.seed),
-        "spacing": args.spacing,
-        "timeout_s": parse_number("timeout", args.timeout),
-        "idle_connections": parse_int("idle-connections", args.idle_connections),
-        "cpu_quota": parse_number("cpu-quota", args.cpu_quota),
-        "cpu_period_s": parse_number("cpu-period", args.cpu_period),
+        "duration_s": parse_number("duration", args.duration),
         "server_params": parse_assignments("server-param", args.server_param),
         "workload_params": parse_assignments("workload-param", args.workload_param),
         "policy": policy_spec(args),
-        "rate_profile": args.rate_profile,
     }
-    if args.warmup is not None:  # else RunConfig's rule (WARMUP_RULE), as from Python
-        fields["warmup_s"] = parse_number("warmup", args.warmup)
+    # an option left out is not passed: RunConfig's default (or rule) applies, as from Python
+    given = {
+        "server": (args.server, str), "accept_limit": (args.accept_limit, check_limit),
+        "workload": (args.workload, str), "workload_file": (args.workload_file, str),
+        "warmup_s": (args.warmup, lambda t: parse_number("warmup", t)),
+        "seed": (args.seed, lambda t: parse_int("seed", t)), "spacing": (args.spacing, str),
+        "timeout_s": (args.timeout, lambda t: parse_number("timeout", t)),
+        "idle_connections": (args.idle_connections,
+                             lambda t: parse_int("idle-connections", t)),
+        "cpu_quota": (args.cpu_quota, lambda t: parse_number("cpu-quota", t)),
+        "cpu_period_s": (args.cpu_period, lambda t: parse_number("cpu-period", t)),
+        "rate_profile": (args.rate_profile, str),
+    }  # fmt: skip
+    fields.update({name: read(text) for name, (text, read) in given.items() if text is not None})
     if args.timeseries is not None:
         interval = parse_number("timeseries", args.timeseries)
         if interval == 0:  # 0 would silently mean "no time series", which was not asked for
@@ -129,7 +139,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                               "--timeseries out for no time series)")
         fields["timeseries_interval_s"] = interval
     elif args.plot:
-        fields["timeseries_interval_s"] = 0.5
+        fields["timeseries_interval_s"] = PLOT_INTERVAL_S
     if args.kernel is not None:
         fields["kernel"] = args.kernel
     if args.params in PARAMETER_SETS:  # a named parameter set, e.g. cluster2 for Knot
