@@ -14,8 +14,8 @@ from acceptsim.sim.errors import ConfigError
 
 #: bounds on the expected work of one run (see :func:`estimate_work`), beyond which
 #: :func:`~acceptsim.models.experiment.simulate` (and ``acceptsim run``/``sweep``) refuse
-#: it unless forced: about ten minutes of one core at ~190,000 simulated connection
-#: attempts per CPU-second
+#: it unless forced: about five minutes of one core compiled, 25 from the Python sources
+#: (:data:`SPEED_COMPILED`, :data:`SPEED_PYTHON`)
 MAX_ATTEMPTS = 1e8
 #: time-series rows (``timeseries_interval_s``) plus reply-series values
 #: (``series_interval_s``) of one run, each kept in memory
@@ -70,10 +70,11 @@ def check_work(config: RunConfig, force: bool = False) -> Work:
     if force:
         return work
     if not work.attempts <= MAX_ATTEMPTS:
-        seconds = work.attempts / SPEED_ATTEMPTS_PER_S
+        speed, path = speed_in_use()
+        seconds = work.attempts / speed
         cost = (
             "it would never end" if math.isinf(seconds) else
-            f"about {_duration_text(seconds)} of CPU at ~{SPEED_ATTEMPTS_PER_S:,.0f} attempts/s"
+            f"about {_duration_text(seconds)} of CPU at ~{speed:,.0f} attempts/s, {path}"
         )  # fmt: skip
         raise ConfigError(
             "rate_per_s x duration_s", work.attempts,
@@ -95,8 +96,24 @@ def check_work(config: RunConfig, force: bool = False) -> Work:
     return work
 
 
-#: the simulator's typical speed, for the time estimates in messages only
-SPEED_ATTEMPTS_PER_S = 190_000.0
+#: the simulator's speed compiled, in simulated connection attempts per CPU-second, for
+#: the time estimates in messages only: the median of the 17 servers measured with
+#: ``acceptsim bench --repeat 3`` (one-packet, 24,000/s, limit 1) on the 2-core
+#: development VM on 2026-11-25, which ranged from 190,000 (twoclass) to 620,000 (knot),
+#: userver and TUX about 585,000
+SPEED_COMPILED = 300_000.0
+#: the same from the Python sources (``ACCEPTSIM_PURE_PYTHON=1``; userver 78,000, TUX
+#: 70,000, Knot 86,000, twoclass 52,000 the same day)
+SPEED_PYTHON = 70_000.0
+
+
+def speed_in_use() -> tuple[float, str]:
+    """The speed estimates use, and which path it is for (the one this process runs)."""
+    from acceptsim.sim import native
+
+    if native.is_compiled():
+        return SPEED_COMPILED, "compiled"
+    return SPEED_PYTHON, "from the Python sources"
 
 
 def _duration_text(seconds: float) -> str:

@@ -141,3 +141,20 @@ def test_run_leaves_every_default_to_runconfig() -> None:
     flat = " ".join(help_text.split())
     for name in ("timeout_s", "seed", "spacing", "cpu_period_s", "accept_limit"):
         assert f"(default {default_text(name)})" in flat, name
+
+
+def test_the_refusals_time_estimate_uses_the_speed_of_the_path_in_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from acceptsim.models import work
+    from acceptsim.models.config import RunConfig
+    from acceptsim.sim import native
+
+    config = RunConfig(rate_per_s=3e6, duration_s=100.0)  # 3e8 attempts
+    for compiled, speed in ((True, work.SPEED_COMPILED), (False, work.SPEED_PYTHON)):
+        monkeypatch.setattr(native, "is_compiled", lambda c=compiled: c)
+        with pytest.raises(ConfigError) as refused:
+            work.check_work(config)
+        assert f"~{speed:,.0f} attempts/s" in str(refused.value)
+        assert ("compiled" in str(refused.value)) == compiled
+    assert 2 < work.SPEED_COMPILED / work.SPEED_PYTHON < 8  # as measured: about 4
