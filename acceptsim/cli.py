@@ -33,6 +33,7 @@ from acceptsim.commands import (
 from acceptsim.measure.errors import ParseError
 from acceptsim.models.policies import PolicyError
 from acceptsim.sim.errors import ConfigError, shorten
+from acceptsim.sim.params import plain_text
 
 COMMANDS = [
     run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure, calibrate,
@@ -64,7 +65,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="acceptsim", description=__doc__)
+    parser = _Parser(prog="acceptsim", description=plain_text(__doc__ or ""))
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the "
                         "hot path in use (compiled or pure Python), and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

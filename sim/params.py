@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import Any, Self
@@ -60,10 +61,19 @@ def split_assignment(field: str, text: str, form: str = "KEY=VALUE") -> tuple[st
     return key.strip(), value.strip()
 
 
+def plain_text(text: str) -> str:
+    """Docstring markup as plain words for a terminal: ``:role:`~a.b.c``` becomes ``c``
+    (the whole target without ``~``), a double-backquoted literal its text."""
+    text = re.sub(r":[a-z]+:`~[\w.]*?([\w]+)`", r"\1", text)
+    text = re.sub(r":[a-z]+:`([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
 def summary_of(obj: object) -> str:
-    """The first paragraph of an object's docstring, on one line (a one-line summary for
-    listings such as ``acceptsim policies`` and ``acceptsim servers``)."""
-    return " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split())
+    """The first paragraph of an object's docstring, on one line and in plain words (a
+    one-line summary for listings such as ``acceptsim policies`` and ``acceptsim
+    servers``)."""
+    return plain_text(" ".join((obj.__doc__ or "").strip().split("\n\n")[0].split()))
 
 
 def param(

@@ -97,3 +97,30 @@ def test_params_file_changes_the_costs(tmp_path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["reply_rate_per_s"] < 6000  # 200 us per request caps it at 5000
+
+
+def test_every_help_text_formats_and_is_plain_text(capsys) -> None:
+    """``acceptsim --help`` and every command's ``--help`` print (a stray ``%`` breaks
+    argparse's formatting) in plain words, without reST roles or double backquotes."""
+    import pytest
+
+    from acceptsim.cli import COMMANDS, build_parser, main
+
+    names = [None] + sorted(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert len(names) > len(COMMANDS)  # one parser per command, and more names than modules
+    for name in names:
+        with pytest.raises(SystemExit) as done:
+            main(["--help"] if name is None else [name, "--help"])
+        assert done.value.code == 0, name
+        out = capsys.readouterr().out
+        for raw in ("``", ":class:", ":func:", ":meth:", ":mod:", ":data:"):
+            assert raw not in out, (name, raw)
+
+
+def test_the_listings_are_plain_text(capsys) -> None:
+    from acceptsim.cli import main
+
+    for command in (["servers"], ["policies"], ["servers", "twoclass-plain"]):
+        assert main(command) == 0
+        out = capsys.readouterr().out
+        assert "``" not in out and ":class:" not in out, command

@@ -13,7 +13,7 @@ from acceptsim.sim.errors import ConfigError
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "plot", help="figures of a stored sweep: curves with 95% bands, a heat map, a "
+        "plot", help="figures of a stored sweep: curves with 95%% bands, a heat map, a "
         "policy's paired differences",
     )
     p.add_argument("out", help="the sweep's output directory (or its results.parquet)")
