@@ -17,6 +17,10 @@ LABELS = {
     "target_request_rate_per_s": "target request rate (requests/s)",
     "reply_rate_per_s": "replies/s",
     "drops_per_s.total": "queue drops/s",
+    "drops_per_s.accept_q_full": "SYNs dropped/s: accept queue full",
+    "drops_per_s.drop_request": "SYNs dropped/s: SYN queue nearly full (DropRequest)",
+    "drops_per_s.listen_overflow": "ACKs dropped/s: accept queue full (ListenOverflow)",
+    "drops_per_s.syn_q_full": "SYNs dropped/s: SYN queue full",
     "response_time_ms.mean": "mean response time (ms)",
     "idle_connections": "idle persistent connections",
     "cpu_share.idle": "CPU idle share",
@@ -96,6 +100,10 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     x = spec.get("x", "target_rate_per_s")
     ys = spec.get("y", ["reply_rate_per_s"])
     series = spec.get("series", "accept_limit")
+    # a panel of nothing but zeros says nothing: left out, and named under the figure
+    empty = [y for y in ys if len(ys) > 1 and not pd.to_numeric(frame[y], errors="coerce")
+             .fillna(0).abs().gt(0).any()]  # fmt: skip
+    ys = [y for y in ys if y not in empty]
     fig = Figure(figsize=(5.5 * len(ys), 4.2))
     axes = fig.subplots(1, len(ys), squeeze=False)
     for ax, y in zip(axes[0], ys, strict=True):
@@ -109,7 +117,10 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(scenario.title, fontsize=10)
-    fig.tight_layout()
+    if empty:
+        fig.text(0.5, 0.01, "zero at every point, not drawn: " + "; ".join(
+            LABELS.get(y, y) for y in empty), ha="center", fontsize=8)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.04 if empty else 0, 1, 1))
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110)
 

@@ -70,6 +70,24 @@ def check_work(point: Mapping[str, Any], force: bool = False) -> Work:
     return experiment_check_work(RunConfig.from_dict(point), force)
 
 
+def is_measure(column: str) -> bool:
+    """Whether a sweep's column is a measure of the run (what ``summary`` averages) rather
+    than a configuration the record repeats (``seed``, ``policy_params.limit``) or the
+    simulator's own timing: a field of the run record (:data:`acceptsim.models.record.
+    METRICS`) from the clients, the server, the kernel or the CPU, a server's own measure,
+    or a reply series' MSER-5 summary."""
+    from acceptsim.models.record import METRICS
+
+    base = column.split(".")[0]
+    sources = {m.name: m.source for m in METRICS}
+    if base in sources:
+        return sources[base] not in ("config", "policy", "simulator")
+    from acceptsim.models.config import RunConfig
+
+    configured = {f.name for f in RunConfig.__dataclass_fields__.values()}
+    return base not in configured and base not in ("run_key", "replication", "base_seed")
+
+
 def run_point(
     point: Mapping[str, Any] | RunConfig,
     *,

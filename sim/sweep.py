@@ -767,8 +767,9 @@ def sweep(
     }
     store = Store(out, resume, owner=identity["sweep"]) if out is not None else None
     try:
+        measures = getattr(domain, "is_measure", None) if domain is not None else None
         return _run_sweep(run, configs, counts, seed_field, stop, store, cache, jobs,
-                          scheduler, progress, name, description)  # fmt: skip
+                          scheduler, progress, name, description, measures)  # fmt: skip
     finally:
         if store is not None:
             store.close()
@@ -833,6 +834,7 @@ def _run_sweep(
     run: RunFn, configs: list[dict[str, Any]], counts: list[int], seed_field: str,
     stop: StoppingRule | None, store: Store | None, cache: Any, jobs: int | None,
     scheduler: Any, progress: bool, name: str, description: dict[str, Any],
+    measures: Callable[[str], bool] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     cached = open_cache(cache, run)
     description["cache"] = str(cached.parts) if cached is not None else None
@@ -880,6 +882,8 @@ def _run_sweep(
         if new_counts == counts:
             break
         counts = new_counts
+    if measures is not None:  # the record's measures, as the domain names them
+        description["metric_columns"] = [c for c in frame.columns if measures(str(c))]
     description["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     description["runs"] = len(frame)
     if store is not None:
@@ -942,6 +946,10 @@ def summary(
             "of the stored sweep",
         )  # fmt: skip
     by = list(description.get("varied", []))
+    if metrics is None and description.get("metric_columns"):  # the domain's measures
+        metrics = [c for c in description["metric_columns"] if c in frame.columns
+                   and pd.api.types.is_numeric_dtype(frame[c])
+                   and not pd.api.types.is_bool_dtype(frame[c])]  # fmt: skip
     if metrics is None:
         skip = set(META_COLUMNS) | set(description.get("config_columns", []))
         metrics = [

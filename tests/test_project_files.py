@@ -43,3 +43,14 @@ def test_make_notebook_installs_the_notebooks_extra_and_opens_the_notebooks() ->
                           check=True).stdout
     assert ".[dev,notebooks]" in plan and "jupyter lab notebooks" in plan
     assert "make notebook" in (ROOT / "README.md").read_text()
+
+
+def test_every_notebook_cell_has_an_id() -> None:
+    """nbformat 4.5 cells carry ids (without, nbformat warns, and will refuse)."""
+    import json
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        notebook = json.loads(path.read_text())
+        assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5), path.name
+        missing = [i for i, cell in enumerate(notebook["cells"]) if "id" not in cell]
+        assert missing == [], f"{path.name}: cells {missing} have no id"

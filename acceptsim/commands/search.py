@@ -216,6 +216,10 @@ def _fmt(v: Any) -> str:
 
 def format_text(out: dict[str, Any]) -> str:
     lines = [f"{out['search']}: {out['replications']} replications per point"]
+    first = "accept-limit" if out["evaluated"] and "accept_limit" in out["evaluated"][0] \
+        else "parameters"
+    lines.append(f"  {first:>24}  {'replies/s':>10}  95% CI of the mean   "
+                 "(~best: indistinguishable from the best)")
     for e in out["evaluated"]:
         what = _fmt(e["accept_limit"]) if "accept_limit" in e else json.dumps(
             json_safe(e["params"]))
