@@ -1,7 +1,9 @@
 """What a notebook says about the scale it ran at.
 
 The notebooks run at full scale by default; the documentation site and the tests run
-them small (``ACCEPTSIM_NOTEBOOK_SCALE=small``), in seconds.  A page built small must
+them small (``ACCEPTSIM_NOTEBOOK_SCALE=small``), in seconds, and the site shows beside
+them the full-scale copies ``tools/full_scale.py`` makes (checked for staleness by the
+tests).  A page built small must
 say so where its numbers are, so that no one takes a tiny run's answer for the
 result: every notebook prints :func:`scale_note` under its settings.
 """
@@ -25,4 +27,6 @@ def scale_note(small: bool, runs: str, differs: str = "") -> str:
     )
     if differs:
         text += f" (at full scale {differs})"
-    return text + ".  Run the notebook yourself (make notebook) for its full-scale results."
+    return text + (".  Its full-scale run is under 'Notebooks at full scale' on the "
+                   "documentation site (tools/full_scale.py), or run the notebook yourself "
+                   "(make notebook).")

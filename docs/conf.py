@@ -99,6 +99,8 @@ nitpick_ignore_regex = [
 
 # -- notebooks (myst-nb) -----------------------------------------------------------------------
 nb_execution_mode = "force"
+# the full-scale copies (tools/full_scale.py) are shown as they ran, never run again here
+nb_execution_excludepatterns = ["full_scale/*"]
 nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True  # a failing cell's traceback in the build log
