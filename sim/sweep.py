@@ -521,28 +521,43 @@ def default_cache_dir() -> Path:
     return Path(base) / "acceptsim" / "runs"
 
 
+def _python_sources(root: Path) -> Iterator[Path]:
+    """Every ``.py`` file below ``root``, in a fixed order, through the checkout's links
+    (``acceptsim/sim`` and ``acceptsim/models`` link to the top-level folders)."""
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(folder) / name
+
+
 def code_digest(run: Callable[..., Any]) -> str:
     """What a cached run's result depends on besides its configuration: the run
-    function (its name, and its source where Python has it) and every Python source of
-    the package it belongs to and of acceptsim, with the interpreter's version.  Any
-    edit gives another digest, so a cache never serves a result of other code."""
+    function (its name, and its source where Python has it), every Python source of the
+    ``acceptsim`` package and of the package the run function belongs to (or its own
+    file), and the interpreter's version.  Any edit of them gives another digest, so a
+    cache never serves a result of other code."""
     import inspect
 
     digest = hashlib.sha256()
-    digest.update(f"{sys.version}\0{getattr(run, '__module__', '')}\0"
+    module_name = getattr(run, "__module__", "") or ""
+    digest.update(f"{sys.version}\0{module_name}\0"
                   f"{getattr(run, '__qualname__', repr(run))}\0".encode())  # fmt: skip
     try:
         digest.update(inspect.getsource(run).encode())
     except (OSError, TypeError):  # a built-in or a function typed at a bare prompt
         pass
-    roots = {Path(__file__).resolve().parent.parent}  # acceptsim.sim's package: acceptsim
-    module = sys.modules.get(getattr(run, "__module__", "") or "")
-    top = sys.modules.get((getattr(module, "__name__", "") or "").split(".")[0])
-    if top is not None and getattr(top, "__file__", None):
-        roots.add(Path(top.__file__).resolve().parent)
-    for root in sorted(roots):
-        for path in sorted(root.rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    package = importlib.import_module("acceptsim")
+    files = list(_python_sources(Path(package.__file__ or "").parent))
+    top = sys.modules.get(module_name.split(".")[0])
+    if top is not None and top is not package:
+        if getattr(top, "__path__", None):  # a package of the user's: all its sources
+            for folder in top.__path__:
+                files += _python_sources(Path(folder))
+        elif getattr(top, "__file__", None):  # one module (a script): its file
+            files.append(Path(top.__file__))
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -72,3 +72,20 @@ def test_the_environment_variable_sets_the_directory_or_turns_it_off(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     parts = sweep_mod.open_cache(None, counting_run)
     assert parts is not None and parts.parts.is_relative_to(tmp_path / "xdg" / "acceptsim")
+
+
+def test_the_digest_is_quick_and_covers_a_users_module(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import time
+
+    started = time.perf_counter()
+    sweep_mod.code_digest(counting_run)
+    assert time.perf_counter() - started < 0.5  # the package's sources, not the checkout's
+    module = tmp_path / "my_runs.py"
+    module.write_text("def helper():\n    return 1\n\ndef run(point):\n    return helper()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mine = importlib.import_module("my_runs")
+    before = sweep_mod.code_digest(mine.run)
+    module.write_text("def helper():\n    return 2\n\ndef run(point):\n    return helper()\n")
+    assert sweep_mod.code_digest(mine.run) != before  # its helper changed, not run itself
