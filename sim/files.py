@@ -75,6 +75,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk, a quota: say which file could not be written
+        raise ConfigError("output", str(path), f"a file that can be written "
+                          f"({exc.strerror or type(exc).__name__})") from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -405,8 +405,13 @@ class Parts:
         table = table.replace_schema_metadata(meta)
         final = self.part(row["run_key"])
         tmp = self.parts / f".{row['run_key']}.{os.getpid()}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, final)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, final)
+        except OSError as exc:  # a full disk: name the file; the parts written are kept
+            tmp.unlink(missing_ok=True)
+            raise ConfigError("out", str(final), f"a file that can be written "
+                              f"({exc.strerror or type(exc).__name__})") from None
         return table.to_pylist()[0]
 
 

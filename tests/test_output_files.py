@@ -114,3 +114,24 @@ def test_a_killed_sweep_leaves_no_worker_behind(tmp_path: Path) -> None:
         alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
                  and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]]
     assert alive == [], f"workers {alive} outlived their sweep"
+
+
+def test_a_write_that_fails_names_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    import pyarrow.parquet as pq
+
+    from acceptsim.sim.sweep import Parts
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    target = tmp_path / "report.md"
+    with pytest.raises(ConfigError, match="report.md.*No space left"):
+        with atomic_path(target) as tmp:
+            tmp.write_text("x")
+            full()
+    monkeypatch.setattr(pq, "write_table", full)
+    with pytest.raises(ConfigError, match=r"abc\.parquet.*No space left"):
+        Parts(tmp_path).save({"run_key": "abc", "reply_rate_per_s": 1.0})
+    assert list(tmp_path.iterdir()) == []
