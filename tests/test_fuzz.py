@@ -510,3 +510,123 @@ def test_fuzz_other_commands(tmp_path: Path, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_fuzz_other_commands_many(tmp_path: Path, data: st.DataObject) -> None:
     check_other(tmp_path, data)
+
+
+# -- the other files a user hands over: session files, httperf output, counters, parts -------------
+NUMBER_TEXT = st.one_of(
+    st.sampled_from(["0", "-1", "-7.9", "1e400", "nan", "inf", "99999999999999999999999", "x"]),
+    st.integers(-(2**70), 2**70).map(str), st.floats(allow_nan=True).map(repr),
+)  # fmt: skip
+
+
+@st.composite
+def session_text(draw: st.DrawFn) -> str:
+    """httperf --wsesslog lines: URIs with attributes, blank lines, comments, junk."""
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.integers(0, 4))
+        if kind == 0:
+            lines.append("")
+        elif kind == 1:
+            lines.append(draw(TEXT))
+        else:
+            attrs = draw(st.lists(st.builds(lambda k, v: f"{k}={v}", st.sampled_from(
+                ["think", "size", "method", "contents", "bogus"]), NUMBER_TEXT), max_size=3))
+            lines.append(" ".join(["/" + draw(st.text("abc/", max_size=5)), *attrs]))
+    return "\n".join(lines)
+
+
+def check_session_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "sessions.log"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    check_cli(["run", "--rate", "200", "--duration", "0.3", "--workload", "wsesslog",
+               "--workload-file", str(path)])
+
+
+@st.composite
+def mutated_lines(draw: st.DrawFn, original: str) -> str:
+    """A measured file with some numbers replaced, some lines dropped or garbled."""
+    import re
+
+    out = []
+    for line in original.splitlines():
+        action = draw(st.integers(0, 12))
+        if action == 0:
+            continue
+        if action == 1:
+            out.append(draw(TEXT))
+            continue
+        if action == 2:
+            line = re.sub(r"-?\d+(\.\d+)?", lambda _: draw(NUMBER_TEXT), line, count=1)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def check_measured_file(run_dir: Path, name: str, text: str) -> None:
+    (run_dir / name).write_text(text, encoding="utf-8", errors="surrogateescape")
+    try:
+        load_run(run_dir)
+    except (ConfigError, ParseError) as exc:
+        assert "\n" not in str(exc)
+        event(f"{name} refused")
+        return
+    event(f"{name} read")
+
+
+def _sample_text(name: str) -> str:
+    return (_sample_dir() / name).read_text()
+
+
+@DEFAULT
+@given(text=session_text())
+def test_fuzz_session_files(tmp_path: Path, text: str) -> None:
+    check_session_file(tmp_path, text)
+
+
+@settings(DEFAULT, max_examples=60)
+@given(text=mutated_lines(_sample_text("httperf.txt")))
+def test_fuzz_httperf_output(run_dir: Path, text: str) -> None:
+    check_measured_file(run_dir, "httperf.txt", text)
+
+
+@settings(DEFAULT, max_examples=60)
+@given(text=mutated_lines(_sample_text("counters-after.txt")))
+def test_fuzz_counters_files(run_dir: Path, text: str) -> None:
+    check_measured_file(run_dir, "counters-after.txt", text)
+
+
+@settings(DEFAULT, max_examples=10)
+@given(data=st.binary(max_size=64))
+def test_fuzz_a_part_replaced_by_junk_is_run_again(tmp_path: Path, data: bytes) -> None:
+    out = tmp_path / f"sweep{next(_counter)}"
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(TINY_SCENARIO)
+    check_cli(["sweep", str(scenario), "--jobs", "1", "--quiet", "--out", str(out),
+               "--no-cache"])
+    part = next((out / "parts").glob("*.parquet"))
+    part.write_bytes(data)
+    check_cli(["sweep", str(scenario), "--jobs", "1", "--quiet", "--out", str(out),
+               "--resume", "--no-cache"])
+    assert part.exists() and part.read_bytes()[:4] == b"PAR1"  # made again
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.mark.slow
+@SLOW
+@given(text=session_text())
+def test_fuzz_session_files_many(tmp_path: Path, text: str) -> None:
+    check_session_file(tmp_path, text)
+
+
+@pytest.mark.slow
+@SLOW
+@given(text=mutated_lines(_sample_text("httperf.txt")))
+def test_fuzz_httperf_output_many(run_dir: Path, text: str) -> None:
+    check_measured_file(run_dir, "httperf.txt", text)
+
+
+@pytest.mark.slow
+@SLOW
+@given(text=mutated_lines(_sample_text("counters-after.txt")))
+def test_fuzz_counters_files_many(run_dir: Path, text: str) -> None:
+    check_measured_file(run_dir, "counters-after.txt", text)
