@@ -14,6 +14,12 @@ from typing import Any
 SHOWN_CHARS = 200
 
 
+def in_file(where: object, exc: ConfigError) -> ConfigError:
+    """``exc`` with ``where`` (a file, a scenario) named before its field, so that a bad
+    value read from a file says which file it is in."""
+    return ConfigError(f"{where}: {exc.field}", exc.value, exc.allowed)
+
+
 def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
     """``text`` on one line and at most about ``limit`` characters (the rest counted)."""
     text = " ".join(str(text).splitlines())

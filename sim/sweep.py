@@ -69,7 +69,7 @@ import pandas as pd
 from tqdm.std import tqdm  # the base of every bar (the notebook widget included)
 
 from acceptsim.sim import bars
-from acceptsim.sim.errors import ConfigError, names_a_file
+from acceptsim.sim.errors import ConfigError, in_file, names_a_file
 from acceptsim.sim.results import flatten, json_safe
 from acceptsim.sim.scenario import Scenario
 from acceptsim.sim.scenario import load as load_scenario
@@ -671,6 +671,8 @@ def resolve(
                 "or --force (force=True from Python) runs it anyway",
             )  # fmt: skip
         spec = {"scenario": scenario.name, "base": base, "sweep": spec_sweep}
+        if scenario.path is not None:
+            spec["file"] = str(scenario.path)
         return scenario.name, resolved.points(), spec
     if sweep_overrides:
         raise ConfigError("sweep_overrides", sweep_overrides, "only with a scenario, not points")
@@ -756,7 +758,10 @@ def sweep(
         raise ConfigError("replications", replications, "an integer >= 1")
     most = max(replications or 1, stop.max_replications if stop else 1)
     name, points, spec = resolve(scenario, overrides, sweep_overrides, domain, most, force)
-    configs = [normalise(p) for p in points]  # validate everything up front
+    try:
+        configs = [normalise(p) for p in points]  # validate everything up front
+    except ConfigError as exc:  # a bad value of a scenario's: say which scenario
+        raise in_file(spec.get("file", name), exc) from None
     if out is not None and resume:
         replications, stop, configs = _resumed(
             Path(out), name, configs, replications, stop,

@@ -189,3 +189,14 @@ def test_a_sweep_too_large_is_refused_from_its_lists_lengths_before_expanding(
         err = one_line_refusal(capsys, args)
         assert "1,000,000" in err or "1000000" in err
         assert time.perf_counter() - started < 5
+
+
+def test_a_bad_value_in_a_scenario_names_the_scenario_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_simulation: None,
+) -> None:
+    path = tmp_path / "bad-rate.toml"
+    path.write_text("name = 'b'\n[base]\nduration_s = 0.3\nwarmup_s = 0.1\nrate_per_s = -5\n")
+    for args in (["sweep", str(path), "--quiet"], ["reproduce", str(path), "--out",
+                                                   str(tmp_path / "o")]):
+        err = one_line_refusal(capsys, args)
+        assert f"{path}: rate_per_s=" in err

@@ -14,7 +14,7 @@ from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.sim import native
 from acceptsim.sim import scenario as scenario_mod
-from acceptsim.sim.errors import ConfigError, names_a_file
+from acceptsim.sim.errors import ConfigError, in_file, names_a_file
 from acceptsim.sim.files import atomic_path, check_output_dir, write_text_atomic
 from acceptsim.sim.sweep import MAX_RUNS, check_size, run_many, to_frame
 
@@ -139,7 +139,12 @@ def main(args: argparse.Namespace) -> int:
     if total > MAX_RUNS and not args.force:
         raise ConfigError("points", total, f"at most {MAX_RUNS:,} runs (one per point), or "
                           "--force runs them anyway")
-    configs = [runner.normalise(point) for s in scenarios for point in s.points()]
+    configs = []
+    for s in scenarios:
+        try:
+            configs += [runner.normalise(point) for point in s.points()]
+        except ConfigError as exc:  # say which scenario (file) holds the bad value
+            raise in_file(s.path or s.name, exc) from None
     check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
     out = check_output_dir("out", args.out)
     try:
