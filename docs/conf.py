@@ -91,7 +91,7 @@ nitpicky = True
 # (intersphinx) would be fetched from the network, which a build must not need.  The
 # project's own names are never ignored.
 nitpick_ignore_regex = [
-    ("py:class", r"(collections\.abc|pathlib|typing|types|argparse|numpy|pandas|simpy)\..+"),
+    ("py:class", r"(collections\.abc|collections|pathlib|typing|types|argparse|numpy|pandas|simpy)\..+"),
     # a dataclass's generated __init__ keeps its fields' annotations as strings, which
     # Sphinx splits at their commas ('dict[str, Any]' -> "'dict[str")
     ("py:class", r"'.*|.*'"),

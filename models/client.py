@@ -57,7 +57,7 @@ from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 if TYPE_CHECKING:
     from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import KernelProfile, ListenSocket
+    from acceptsim.models.kernel import KernelProfile, ListenPath
     from acceptsim.sim.engine import Environment
 
 
@@ -142,7 +142,7 @@ class Client:
         self._syn_retries: int = profile.syn_retries
         self.streams = streams  # a server may start a client stream of its own from the same run
         self.workload = workload
-        self.kernel: ListenSocket | None = None
+        self.kernel: ListenPath | None = None
         # optional workload hooks (see models.workloads.Workload)
         self._start_connection = getattr(workload, "start_connection", None)
         self._think_time = getattr(workload, "think_time", None)
@@ -232,8 +232,9 @@ class Client:
         self.series: list[int] | None = None
         self.series_interval_s = 0.0
 
-    def connect(self, kernel: ListenSocket) -> None:
-        """Send this client's segments to ``kernel``, the server's listen socket."""
+    def connect(self, kernel: ListenPath) -> None:
+        """Send this client's segments to ``kernel``, the server's listen socket (or the
+        group of sockets a SYN's hash picks from)."""
         self.kernel = kernel
         # its entry points, bound once: segments are handed to them by the thousand
         self._kernel_syn = kernel.syn

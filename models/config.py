@@ -13,6 +13,8 @@ from typing import Any
 from acceptsim.models import arrivals, policies
 from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile
+from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
+from acceptsim.models.servers.base import WAKE_ALL, WAKE_BLOCKING, WAKE_EXCLUSIVE
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
 from acceptsim.sim.errors import ConfigError
@@ -48,6 +50,29 @@ def default_text(name: str) -> str:
 def _warmup(config: Any) -> float:
     """:data:`WARMUP_RULE`."""
     return min(WARMUP_MAX_S, WARMUP_SHARE * config.duration_s)
+
+
+#: the most CPUs a host may have (each is a processor of the model, with its worker)
+MAX_CPUS = 1024
+#: the workers of a run that does not set them
+WORKERS_RULE = "one per CPU (1 for a server that runs as one worker)"
+#: the wake-up rule of a run that does not set one
+WAKEUP_RULE = "the server's own (the first that `acceptsim servers` lists for it)"
+#: what a server that runs as one worker only is told of its socket's connections
+WAKEUP_ONE_WORKER = WAKE_ALL
+#: the wake-up rules (``RunConfig.wakeup``; acceptsim.models.multicore)
+WAKEUPS = (WAKE_EXCLUSIVE, WAKE_ALL, WAKE_BLOCKING)
+
+
+def _workers(config: Any) -> int:
+    """:data:`WORKERS_RULE`."""
+    return int(config.cpus) if SERVERS[config.server].wakeups else 1
+
+
+def _wakeup(config: Any) -> str:
+    """:data:`WAKEUP_RULE`."""
+    spec = SERVERS[config.server]
+    return spec.wakeups[0] if spec.wakeups else WAKEUP_ONE_WORKER
 
 
 @dataclass(frozen=True)
@@ -110,11 +135,39 @@ class RunConfig(Params):
         doc="CFS bandwidth limit on the server task, as a cgroup quota over its period "
         "(cpu.max; acceptsim measure --server-cpu-quota): processor seconds it may use per "
         "second; it is throttled for the rest of a period once it has used "
-        "cpu_quota x cpu_period_s.  Kernel work is not limited (sim.cpu); 0: no limit",
+        "cpu_quota x cpu_period_s.  Kernel work is not limited (sim.cpu); with several "
+        "workers each has this quota (a cgroup each); 0: no limit",
     )
     cpu_period_s: float = param(
         0.1, unit="s", ge=1e-3, le=1.0,
         doc="CFS period of cpu_quota (cgroup cpu.max period; Linux default 100 ms)",
+    )
+    cpus: int = param(
+        1, unit="CPUs", ge=1, le=MAX_CPUS,
+        doc="processors of the server host (acceptsim.models.multicore); 1: the paper's "
+        "uniprocessor",
+    )
+    workers: int = param(
+        0, unit="processes", ge=1, le=MAX_CPUS, rule=(WORKERS_RULE, _workers),
+        doc="server processes, worker i pinned to CPU i (at most cpus; more than one for a "
+        "server that `acceptsim servers` lists with wake-up rules)",
+    )
+    listen: str = param(
+        "shared", unit="", choices=LAYOUTS,
+        doc="listening sockets of several workers: shared (one accept queue every worker "
+        "watches) or reuseport (one socket and queue per worker, SO_REUSEPORT)",
+    )
+    wakeup: str = param(
+        "", unit="", choices=WAKEUPS,
+        rule=(WAKEUP_RULE, _wakeup),
+        doc="which workers a connection on a shared socket wakes: exclusive "
+        "(EPOLLEXCLUSIVE: the first asleep in registration order), all (select, or epoll "
+        "without EPOLLEXCLUSIVE), blocking (workers blocked in accept(), FIFO)",
+    )
+    softirq: str = param(
+        "rss", unit="", choices=SOFTIRQ,
+        doc="where the kernel's per-packet work runs on several CPUs: rss (the CPU the "
+        "flow's hash picks, RSS/RPS) or cpu0 (all on CPU 0)",
     )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
@@ -147,6 +200,7 @@ class RunConfig(Params):
         if self.idle_connections and not SERVERS[self.server].idle_connections:
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
+        self._check_workers()
         if self.warmup_s >= self.duration_s:
             raise ConfigError(
                 "warmup_s", self.warmup_s, f"less than duration_s ({self.duration_s:g} s)"
@@ -161,6 +215,28 @@ class RunConfig(Params):
             if not self.workload_file:
                 raise ConfigError("workload_file", "", "a session file for the wsesslog workload")
             parse_wsesslog(self.workload_file)  # report a bad file before any run
+
+    def _check_workers(self) -> None:
+        """The multi-core settings against each other and the server."""
+        spec = SERVERS[self.server]
+        if self.workers > self.cpus:
+            raise ConfigError("workers", self.workers,
+                              f"at most cpus ({self.cpus}): each worker is pinned to a CPU "
+                              "of its own")
+        if self.workers > 1:
+            if not spec.wakeups:
+                several = ", ".join(n for n, s in SERVERS.items() if s.wakeups)
+                raise ConfigError("workers", self.workers,
+                                  f"1 for server {self.server!r} (it runs as one worker; "
+                                  f"servers that run on several: {several})")
+            if self.listen == "shared" and self.wakeup not in spec.wakeups:
+                raise ConfigError("wakeup", self.wakeup,
+                                  f"one of {', '.join(spec.wakeups)} for server "
+                                  f"{self.server!r} on a shared socket")
+            if self.idle_connections:
+                raise ConfigError("idle_connections", self.idle_connections,
+                                  "0 with several workers (idle connections are modelled "
+                                  "for one worker)")
 
     @classmethod
     def from_dict(cls, data: Any, base: Any = None) -> RunConfig:

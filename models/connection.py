@@ -53,6 +53,7 @@ class Connection:
         "eof",  # the client's FIN has arrived
         "ready",  # listed in the server's ready set
         "server",  # server-private slot (a server may keep per-connection state here)
+        "owner",  # the server (worker) that accepted it, for a socket several workers share
         "session",  # workload-private slot (e.g. the rest of a wsesslog session)
     )
 
@@ -78,6 +79,7 @@ class Connection:
         self.eof = False
         self.ready = False
         self.server: Any = None
+        self.owner: Any = None
         self.session: Any = None
 
     def __repr__(self) -> str:

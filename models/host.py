@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from acceptsim.models import policies, record
+from acceptsim.models import multicore, policies, record
 from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.models.kernel import ListenSocket
+from acceptsim.models.multicore import Workers, sum_dicts
 from acceptsim.models.progress import advance
 from acceptsim.models.series import TimeSeries
 from acceptsim.models.servers.base import ServerHost
@@ -36,9 +37,12 @@ class Host:
         self.env = env = Environment()
         self.streams = streams = Streams(config.seed)
         spec = SERVERS[config.server]
-        self.cpu = Cpu(env, spec.categories)
-        if config.cpu_quota:
-            self.cpu.limit(config.cpu_quota * config.cpu_period_s, config.cpu_period_s)
+        #: the host's processors (worker i runs on CPU i); ``cpu`` is the first
+        self.cpus = [Cpu(env, spec.categories) for _ in range(config.cpus)]
+        self.cpu = self.cpus[0]
+        if config.cpu_quota:  # each worker's cgroup has the quota
+            for cpu in self.cpus[: config.workers]:
+                cpu.limit(config.cpu_quota * config.cpu_period_s, config.cpu_period_s)
         workload_cls, _ = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
@@ -49,22 +53,27 @@ class Host:
             env, client_params, config.kernel, self.workload, streams, config.costs
         )
         server_params = config.build_server_params()
-        self.listen = ListenSocket(
-            env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
-        )
-        self.client.connect(self.listen)
         self.custom_policy = policy
-        if policy is None:
-            policy = policies.build(config.policy, config.accept_limit)
-        elif isinstance(policy, type) or (
-            callable(policy) and not hasattr(policy, "accept_limit")
-        ):
-            policy = policy()  # a class or factory: a fresh policy for this run
-        self.policy = policy
-        host = ServerHost(env, self.cpu, self.listen, self.client, config.costs)
-        self.server = spec.cls(host, server_params, policy)
+        if config.cpus == 1:  # the paper's uniprocessor host
+            self.listen = ListenSocket(
+                env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
+            )
+            #: every listening socket (one per worker with reuseport)
+            self.listens = [self.listen]
+            self.client.connect(self.listen)
+            self.policy = policy = self._policy_for_worker(policy)
+            host = ServerHost(env, self.cpu, self.listen, self.client, config.costs)
+            self.server = spec.cls(host, server_params, policy)
+            #: the workers (the server itself on one)
+            self.workers = [self.server]
+        else:
+            self.listens, self.workers = multicore.build(self, spec, server_params, policy)
+            self.listen = self.listens[0]
+            self.policy = self.workers[0]._policy
+            self.server = self.workers[0] if len(self.workers) == 1 else Workers(self.workers)
         # what the server calls: the policy it bound to a live view of itself when built
-        self.bound = self.server.policy
+        # (worker 0's, with several)
+        self.bound = self.workers[0].policy
         if config.idle_connections:
             self.server.adopt_idle(config.idle_connections)
         self.client.window_start = config.warmup_s
@@ -80,15 +89,37 @@ class Host:
                 config.timeseries_interval_s, config.duration_s,
             )  # fmt: skip
 
+    def _policy_for_worker(self, policy: Any) -> Any:
+        """A policy for one worker: ``config.policy`` built, or the run's own policy
+        (a class or factory is called: a fresh policy each)."""
+        config = self.config
+        if policy is None:
+            return policies.build(config.policy, config.accept_limit)
+        if isinstance(policy, type) or (callable(policy) and not hasattr(policy, "accept_limit")):
+            return policy()
+        return policy
+
     def snapshot(self) -> dict[str, Any]:
         """The counters a window is measured by, now (:func:`acceptsim.models.record.measure`)."""
-        listen = self.listen
+        if len(self.cpus) == 1:
+            listen = self.listen
+            return {
+                "cpu": self.cpu.usage(),
+                "server": self.server.counters(),
+                "drops": listen.drop_counts(),
+                "cookies_sent": listen.cookies_sent,
+                "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
+            }
+        per_cpu = [cpu.usage() for cpu in self.cpus]
+        limits = [cpu.bandwidth.counters() for cpu in self.cpus if cpu.bandwidth]
         return {
-            "cpu": self.cpu.usage(),
+            "cpu": sum_dicts(per_cpu),
             "server": self.server.counters(),
-            "drops": listen.drop_counts(),
-            "cookies_sent": listen.cookies_sent,
-            "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
+            "drops": sum_dicts([listen.drop_counts() for listen in self.listens]),
+            "cookies_sent": sum(listen.cookies_sent for listen in self.listens),
+            "cfs": sum_dicts(limits) if limits else {},
+            "per_cpu": per_cpu,
+            "workers": [(w.counters(), w.replies_sent) for w in self.workers],
         }
 
     def run(self, progress: bool = False, slices: int | None = None) -> dict[str, Any]:

@@ -131,14 +131,27 @@ class KernelProfile(Params):
         return backlog if self.syn_queue_is_backlog else self.max_syn_backlog
 
 
-def synq_bucket(conn_id: int, buckets: int) -> int:
-    """The SYN-queue hash bucket of a connection: a fixed mix of its id, standing for the
-    kernel's hash of the client's address and port under a random secret.  (Every product
+def flow_hash(conn_id: int, secret: int) -> int:
+    """A connection's hash: a fixed mix of its id under ``secret`` (28 bits), standing
+    for one of the kernel's hashes of the client's address and port (each with a random
+    secret of its own: the SYN queue's, the NIC's RSS hash, reuseport's).  (Every product
     stays below 2**58: the compiled build keeps it in a machine word.)"""
-    h = conn_id & 0xFFFFFFF
+    h = (conn_id ^ secret) & 0xFFFFFFF
     h = ((h ^ (h >> 15)) * 0x2C1B3C6D) & 0xFFFFFFF
     h = ((h ^ (h >> 12)) * 0x297A2D39) & 0xFFFFFFF
-    return (h ^ (h >> 15)) % buckets
+    return h ^ (h >> 15)
+
+
+#: the secrets of the kernel's three hashes of a connection (:func:`flow_hash`): distinct,
+#: so the SYN-queue bucket, the receiving CPU and the reuseport socket are independent
+SYNQ_SECRET: Final = 0
+RSS_SECRET: Final = 0x5BD1E99
+REUSEPORT_SECRET: Final = 0x9E3779B
+
+
+def synq_bucket(conn_id: int, buckets: int) -> int:
+    """The SYN-queue hash bucket of a connection (:func:`flow_hash`)."""
+    return flow_hash(conn_id, SYNQ_SECRET) % buckets
 
 
 LINUX_24 = KernelProfile()
@@ -186,6 +199,26 @@ class ClientSide(Protocol):
         """The server touches ``conn``: deliver the client's FIN if it has closed by now."""
 
 
+class ListenPath(Protocol):
+    """What the client machines send a server's listening port: a :class:`ListenSocket`,
+    or a group of them that picks one per connection
+    (:class:`acceptsim.models.multicore.ReuseportGroup`)."""
+
+    def syn(self, conn: Connection) -> None: ...
+
+    def handshake_ack(self, conn: Connection) -> None: ...
+
+    def bare_ack(self, conn: Connection) -> None: ...
+
+    def first_request(self, conn: Connection) -> None: ...
+
+    def retransmitted_segment(self, conn: Connection) -> None: ...
+
+    def fin(self, conn: Connection) -> None: ...
+
+    def request_arrives(self, conn: Connection) -> None: ...
+
+
 class Application(Protocol):
     """What the listen path tells the server application."""
 
@@ -221,6 +254,9 @@ class ListenSocket:
         self._syn_dropped: Callable[[Connection], None] = client.syn_dropped
         self._check_client_gone: Callable[[Connection], None] = client.check_client_gone
         self.app: Application | None = None
+        #: the processors the kernel's per-packet work is spread over by the flow's hash
+        #: (RSS/RPS: :meth:`spread_softirq`); empty: all of it runs on ``cpu``
+        self._rss: list[Cpu] = []
         #: optional hook ``fn(conn)`` called for every connection queued for accept()
         #: (a server that is notified per connection, e.g. by a real-time signal)
         self.on_queued: Callable[[Connection], None] | None = None
@@ -266,6 +302,18 @@ class ListenSocket:
         self.max_accept_len = 0
         self.max_syn_len = 0
 
+    def spread_softirq(self, cpus: list[Cpu]) -> None:
+        """Run each connection's packets on one of ``cpus``, chosen by its flow's hash (the
+        NIC's receive-side scaling, or RPS), instead of on ``cpu``."""
+        self._rss = list(cpus) if len(cpus) > 1 else []
+
+    def cpu_of(self, conn: Connection) -> Cpu:
+        """The processor that runs the kernel's work for ``conn``'s packets."""
+        rss = self._rss
+        if rss:
+            return rss[flow_hash(conn.id, RSS_SECRET) % len(rss)]
+        return self.cpu
+
     # -- arrivals from the network ------------------------------------------
     def syn(self, conn: Connection) -> None:
         """A SYN (first or retransmitted) arrives."""
@@ -286,7 +334,7 @@ class ListenSocket:
         ):
             self.drop_request += 1
             return self._drop_syn(conn)
-        self.cpu.interrupt(self._syn_cost)
+        self.cpu_of(conn).interrupt(self._syn_cost)
         conn.state = SYN_RECV
         conn.synq_at = self.clock.now
         if cookie:
@@ -301,13 +349,13 @@ class ListenSocket:
         self._syn_ack(conn)
 
     def _drop_syn(self, conn: Connection) -> None:
-        self.cpu.interrupt(self._rx_cost)
+        self.cpu_of(conn).interrupt(self._rx_cost)
         conn.state = SYN_SENT
         self._syn_dropped(conn)
 
     def handshake_ack(self, conn: Connection) -> None:
         """The client's final ACK arrives, with its first request right behind it."""
-        self.cpu.interrupt(self._two_segments)
+        self.cpu_of(conn).interrupt(self._two_segments)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
@@ -316,7 +364,7 @@ class ListenSocket:
         the client application has not written its request yet (see
         :meth:`first_request`).  Like any segment of an open request, it tries the
         move into the accept queue; the connection then has nothing to read."""
-        self.cpu.interrupt(self._rx_cost)
+        self.cpu_of(conn).interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn, data=False)
 
@@ -327,7 +375,7 @@ class ListenSocket:
         move (and, if it overflows too, the client will retransmit it); otherwise
         it is data for an established connection.
         """
-        self.cpu.interrupt(self._rx_cost)
+        self.cpu_of(conn).interrupt(self._rx_cost)
         state = conn.state
         if state == SYN_RECV:
             self._move_to_accept_queue(conn)
@@ -338,7 +386,7 @@ class ListenSocket:
 
     def retransmitted_segment(self, conn: Connection) -> None:
         """A retransmission of the client's request (after a ListenOverflow)."""
-        self.cpu.interrupt(self._rx_cost)
+        self.cpu_of(conn).interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
@@ -359,7 +407,7 @@ class ListenSocket:
                 conn.request_unacked = True  # the client's retransmission timer runs
                 self.client.request_unacknowledged(conn)
             return
-        self.cpu.interrupt(self._child_cost)
+        self.cpu_of(conn).interrupt(self._child_cost)
         if not conn.cookie:  # self._unlink_request(conn), inline
             self.syn_len -= 1
             if conn.young:
@@ -400,7 +448,7 @@ class ListenSocket:
             self.syn_young -= 1
         # SYN-ACK out and the client's answer back (one LAN round trip, folded
         # into this instant)
-        self.cpu.interrupt(costs.tx_segment_s + costs.rx_segment_s)
+        self.cpu_of(conn).interrupt(costs.tx_segment_s + costs.rx_segment_s)
         if conn.client_dead:
             self.requests_reset += 1
             self._unlink_request(conn)
@@ -442,14 +490,14 @@ class ListenSocket:
         """
         if conn.state == CLOSED or conn.eof:
             return
-        self.cpu.interrupt(self._fin_cost)
+        self.cpu_of(conn).interrupt(self._fin_cost)
         conn.eof = True
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)
 
     def request_arrives(self, conn: Connection) -> None:
         """A further request on a persistent connection arrives."""
-        self.cpu.interrupt(self._rx_cost)
+        self.cpu_of(conn).interrupt(self._rx_cost)
         conn.pending += 1
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)

@@ -39,6 +39,18 @@ SOURCES = {
 
 
 @dataclass(frozen=True)
+class WorkerWindow:
+    """What one worker did over the window (a host of several CPUs)."""
+
+    #: its counters over the window
+    server: ServerCounters
+    #: replies it wrote
+    replies: int
+    #: processor seconds it used (its CPU's task time)
+    busy_s: float
+
+
+@dataclass(frozen=True)
 class Window:
     """What a run measured between the end of its warm-up and its end: the differences
     of the counters over the window, and the run's objects for what is read as is."""
@@ -58,6 +70,10 @@ class Window:
     cfs: dict[str, float]
     #: the simulator's own CPU time for the run (process time)
     cpu_time_s: float
+    #: per worker, on a host of several CPUs (empty on one)
+    workers: list[WorkerWindow]
+    #: the share of each CPU's time its kernel work took, on a host of several CPUs
+    kernel_per_cpu: list[float]
 
     @property
     def target_rate_per_s(self) -> float:
@@ -124,11 +140,12 @@ def _nstat(w: Window) -> dict[str, float]:
 
 
 def _queues(w: Window) -> dict[str, int]:
-    listen = w.host.listen
+    listens = w.host.listens  # one per worker with reuseport: the longest, and each's capacity
+    listen = listens[0]
     return {
-        "accept_queue_max": listen.max_accept_len,
+        "accept_queue_max": max(s.max_accept_len for s in listens),
         "accept_queue_capacity": listen.backlog + 1,
-        "syn_queue_max": listen.max_syn_len,
+        "syn_queue_max": max(s.max_syn_len for s in listens),
         "syn_queue_capacity": listen.syn_capacity,
     }
 
@@ -142,6 +159,32 @@ def _cfs(w: Window) -> dict[str, float]:
         "throttled_periods": w.cfs["throttled_periods"],
         "throttled_share": w.per_s(w.cfs["throttled_s"]),
     }
+
+
+def _workers(w: Window) -> list[dict[str, Any]]:
+    out = []
+    for i, worker in enumerate(w.workers):
+        c = worker.server
+        out.append({
+            "worker": i,
+            "replies_per_s": w.per_s(worker.replies),
+            "accept_rate_per_s": w.per_s(c.accepts),
+            "failed_accepts_per_s": w.per_s(c.failed_accepts),
+            "accepts_per_phase": ratio(c.accepts, c.accept_phases),
+            "cpu_share": w.per_s(worker.busy_s),
+            "open_connections_mean": w.per_s(c.open_area),
+        })
+    return out
+
+
+def _imbalance(w: Window) -> float | None:
+    replies = [worker.replies for worker in w.workers]
+    mean = sum(replies) / len(replies) if replies else 0
+    return max(replies) / mean if mean else None
+
+
+def _multicore(w: Window) -> bool:
+    return w.host.config.cpus > 1
 
 
 def _reaction_ms(w: Window) -> float:
@@ -209,7 +252,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("client_reaction_ms_mean", "ms", "httperf's event-loop reaction delay (0 when the "
            "client loop is not modelled)", "client", _reaction_ms),
     Metric("cpu_share", "CPUs", "share of the CPU per category: kernel, the server's phases, "
-           "idle", "cpu", lambda w: w.cpu_share),
+           "idle (summed over the CPUs: they add up to cpus)", "cpu", lambda w: w.cpu_share),
     Metric("connections", "connections", "the window's connections: attempted, completed, "
            "timed_out, in_flight_at_end", "client", _connections),
     Metric("syn_drops_per_completed", "SYNs/connection", "SYN drops per completed connection "
@@ -223,7 +266,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("nstat_per_s", "events/s", "the drops under the names nstat gives them on a modern "
            "kernel", "kernel", _nstat),
     Metric("queues", "entries", "the largest SYN and accept queue lengths, and their "
-           "capacities", "kernel", _queues),
+           "capacities (of any one socket, with reuseport)", "kernel", _queues),
     Metric("sim_cpu_time_s", "s", "the simulator's CPU time for the run", "simulator",
            lambda w: w.cpu_time_s),
     Metric("sim_conns_per_cpu_s", "connections/CPU-s", "the simulator's speed: connections "
@@ -238,6 +281,21 @@ METRICS: tuple[Metric, ...] = (
            "acceptsim.models.series.COLUMNS)", "simulator",
            lambda w: w.host.timeseries.columns if w.host.timeseries else None,
            present=lambda w: w.host.timeseries is not None),
+    Metric("cpus", "CPUs", "processors of the host (with cpus > 1)", "config",
+           lambda w: w.host.config.cpus, present=_multicore),
+    Metric("listen", "", "the listening-socket layout of the workers: shared or reuseport "
+           "(with cpus > 1)", "config", lambda w: w.host.config.listen, present=_multicore),
+    Metric("wakeup", "", "which workers a connection on a shared socket wakes (with cpus > 1)",
+           "config", lambda w: w.host.config.wakeup, present=_multicore),
+    Metric("softirq", "", "where the kernel's per-packet work runs: rss or cpu0 (with "
+           "cpus > 1)", "config", lambda w: w.host.config.softirq, present=_multicore),
+    Metric("workers", "", "per worker (with cpus > 1): replies_per_s, accept_rate_per_s, "
+           "failed_accepts_per_s, accepts_per_phase, cpu_share (of its CPU), "
+           "open_connections_mean", "server", _workers, present=_multicore),
+    Metric("worker_imbalance", "", "the busiest worker's replies over the workers' mean (1: "
+           "even; None: no replies; with cpus > 1)", "server", _imbalance, present=_multicore),
+    Metric("kernel_share_per_cpu", "CPUs", "the share of each CPU's time its kernel work took "
+           "(with cpus > 1)", "cpu", lambda w: w.kernel_per_cpu, present=_multicore),
     Metric("cfs", "", "the CFS bandwidth limit as the cgroup's cpu.stat reports it (with "
            "cpu_quota > 0)", "cpu", _cfs, present=lambda w: w.host.cpu.bandwidth is not None),
     Metric("threads_busy_mean", "threads", "a worker pool's busy threads, on average over "
@@ -256,11 +314,23 @@ def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: 
     used = differences(end["cpu"], start["cpu"])
     shares = {KERNEL: used.pop(KERNEL) / seconds}
     shares.update({k: v / seconds for k, v in used.items()})
-    idle = 1.0 - sum(shares.values())
+    idle = config.cpus - sum(shares.values())
     shares["idle"] = 0.0 if abs(idle) < 1e-9 else idle  # float noise of summed costs
+    workers = []
+    if "workers" in end:  # several CPUs: per worker and per CPU
+        for i, ((c1, r1), (c0, r0)) in enumerate(zip(end["workers"], start["workers"])):
+            used = differences(end["per_cpu"][i], start["per_cpu"][i])
+            workers.append(WorkerWindow(c1.since(c0), r1 - r0,
+                                        sum(v for k, v in used.items() if k != KERNEL)))
+    per_cpu_kernel = [
+        (e[KERNEL] - s[KERNEL]) / seconds for e, s in zip(end.get("per_cpu", ()),
+                                                          start.get("per_cpu", ()))
+    ]
     return Window(
         host=host,
         seconds=seconds,
+        workers=workers,
+        kernel_per_cpu=per_cpu_kernel,
         server=end["server"].since(start["server"]),
         drops=drops,
         cookies=end["cookies_sent"] - start["cookies_sent"],

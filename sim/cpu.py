@@ -1,6 +1,8 @@
-"""The host's single processor, shared by interrupt-level work and one task.
+"""A processor of the host, shared by interrupt-level work and one task.
 
-The paper's hosts were uniprocessors.  Kernel network processing (a packet
+The paper's hosts were uniprocessors; a multi-core host has one :class:`Cpu` per
+core, each with its own kernel work and its own task (a worker pinned to it), all
+driven by one :class:`~acceptsim.sim.engine.Environment`.  Kernel network processing (a packet
 arriving, a timer firing) runs at higher priority than the server and takes
 the processor from it; the server is one *task* that gets whatever processor
 time the kernel leaves.
@@ -89,7 +91,8 @@ class Cpu:
         self._category: str | None = None
         #: the task's CFS bandwidth limit, if any (:meth:`limit`)
         self.bandwidth: Bandwidth | None = None
-        env.attach_cpu(self)
+        #: this processor's number on its host (0 for the first)
+        self.number = env.attach_cpu(self)
 
     def limit(self, quota_s: float, period_s: float) -> Bandwidth:
         """Limit the task to ``quota_s`` seconds of processor time per ``period_s``

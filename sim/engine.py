@@ -22,9 +22,9 @@ timeouts and processes all work as in SimPy.  For speed it adds:
 * a :class:`Clock` (``env.clock``): the current time (``clock.now``), the
   event heap and its sequence numbers, in one small object that the
   compiled hot path reads as native fields;
-* a :class:`acceptsim.sim.cpu.Cpu` whose task is advanced *between* events: before
-  each event is processed, the task runs every burst that ends no later than
-  that event.
+* the host's processors (:class:`acceptsim.sim.cpu.Cpu`, one or more), whose tasks
+  are advanced *between* events: before each event is processed, every task runs
+  each burst that ends no later than that event.
 
 The event heap holds :class:`Entry` objects (SimPy's own events wrapped in
 one), ordered by ``(time, priority, sequence)`` as SimPy orders its tuples;
@@ -32,7 +32,11 @@ an entry that recurs (a delay line's head, a recurring callback) is the same
 object moved to its next instant, not a new one.
 
 Ties are deterministic: at one instant a task burst ending then completes
-first, then heap entries in scheduling order (SimPy's rule).
+first (of several processors', the lowest-numbered processor's first), then heap
+entries in scheduling order (SimPy's rule).  With one processor the event loop
+is ``Environment._run_until``, the engine's hottest path; with more,
+``Environment._run_until_multi``, which finds the earliest burst end among
+them before every step.
 """
 
 from __future__ import annotations
@@ -345,7 +349,8 @@ class TimerLane:
 
 
 class Environment(simpy.Environment):
-    """A SimPy environment that also drives one :class:`~acceptsim.sim.cpu.Cpu`."""
+    """A SimPy environment that also drives the host's processors
+    (:class:`~acceptsim.sim.cpu.Cpu`, numbered in the order they were attached)."""
 
     def __init__(self, initial_time: float = 0.0) -> None:
         #: the current time and the event heap (:class:`Clock`)
@@ -355,7 +360,10 @@ class Environment(simpy.Environment):
         # fields would only go stale.  These three names are the one use of SimPy's
         # private interface (pinned in pyproject.toml; tests/test_engine.py checks them)
         del self._now, self._queue, self._eid
+        #: the first processor (the only one on a uniprocessor host), or None
         self.cpu: Cpu | None = None
+        #: every processor, in the order attached (its index is its number)
+        self.cpus: list[Cpu] = []
         self._lines: dict[float, DelayLine] = {}
 
     @property
@@ -363,10 +371,12 @@ class Environment(simpy.Environment):
         """The current simulated time."""
         return self.clock.now
 
-    def attach_cpu(self, cpu: Cpu) -> None:
-        if self.cpu is not None:
-            raise RuntimeError("an Environment drives one Cpu")
-        self.cpu = cpu
+    def attach_cpu(self, cpu: Cpu) -> int:
+        """Drive ``cpu`` too; returns its number (0 for the first)."""
+        if self.cpu is None:
+            self.cpu = cpu
+        self.cpus.append(cpu)
+        return len(self.cpus) - 1
 
     def delay_line(self, delay: float) -> DelayLine:
         """The delay line for ``delay`` (one per distinct delay, created on first use)."""
@@ -448,7 +458,7 @@ class Environment(simpy.Environment):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._run_until(at)
+            return self._loop(at)
         finally:
             if collecting:
                 gc.enable()
@@ -462,7 +472,7 @@ class Environment(simpy.Environment):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            self._run_until(Infinity)
+            self._loop(Infinity)
         except StopSimulation as stop:
             return stop.args[0]
         finally:
@@ -474,8 +484,55 @@ class Environment(simpy.Environment):
             )
         return None
 
+    def _loop(self, at: float) -> None:
+        """The event loop for this host's processors, to ``at``."""
+        if len(self.cpus) > 1:
+            self._run_until_multi(at)
+        else:
+            self._run_until(at)
+
+    def _run_until_multi(self, at: float) -> None:
+        """The event loop of :meth:`run` on a host of several processors: before every
+        event, the burst that ends first on any of them (the lowest-numbered on a tie)
+        completes, and its task runs to its next yield (:func:`step_task`)."""
+        clock = self.clock
+        heap = clock.heap
+        cpus = self.cpus
+        countdown: i64 = interrupts.EVENTS_PER_WINDOW
+        t: float
+        task_end: float
+        entry: Entry
+        while True:
+            if heap:
+                entry = heap[0]
+                t = entry.t
+            else:
+                t = INF
+            first: Cpu | None = None
+            task_end = INF
+            for cpu in cpus:
+                if cpu.task_end < task_end:
+                    task_end = cpu.task_end
+                    first = cpu
+            if first is None and t == INF and at == INF:
+                return None  # no event left and every task sleeps
+            if first is not None and task_end <= t and task_end <= at:
+                clock.now = task_end
+                step_task(first, task_end)
+                continue
+            if t > at:
+                clock.now = at
+                return None
+            clock.now = t
+            countdown -= 1
+            if countdown == 0:
+                countdown = interrupts.EVENTS_PER_WINDOW
+                interrupts.window()
+            fire(clock, entry)
+
     def _run_until(self, at: float) -> None:
-        """The event loop of :meth:`run`, with the CPU's task advanced between events."""
+        """The event loop of :meth:`run` on a uniprocessor host, with the CPU's task
+        advanced between events (:func:`step_task`, inline: the engine's hottest path)."""
         clock = self.clock
         heap = clock.heap
         cpu = self.cpu
@@ -539,6 +596,28 @@ class Environment(simpy.Environment):
                 countdown = interrupts.EVENTS_PER_WINDOW
                 interrupts.window()
             fire(clock, entry)
+
+
+def step_task(cpu: Cpu, task_end: float) -> None:
+    """The burst of ``cpu``'s task that ends at ``task_end`` (now) is done: run the task
+    to its next yield and start its next burst when the kernel's backlog is done (what
+    ``Environment._run_until`` does inline)."""
+    task = cpu._task
+    assert task is not None  # a burst is under way
+    for item in task:  # noqa: B007 (one step of the generator, as in _run_until)
+        break
+    else:  # the task has ended
+        cpu._task = None
+        cpu.task_end = INF
+        return
+    if item is BLOCK:
+        cpu.task_end = INF
+        return
+    category, cost = cast("tuple[str, float]", item)
+    cpu._category = category
+    cpu.task_time[category].used += cost
+    free = cpu.kernel_free_at
+    cpu.task_end = (free if free > task_end else task_end) + cost
 
 
 def fire(clock: Clock, entry: Entry) -> None:

@@ -114,6 +114,8 @@ def param(
         "rule": rule,
     }
     if rule is not None:
+        # the field's type is its declared default's (a float when declared as None)
+        meta["kind"] = float if default is None else type(default)
         default = math.nan  # "left out": the rule gives the value
     return dataclasses.field(default=default, metadata=meta)
 
@@ -138,7 +140,7 @@ def _allowed_text(meta: Mapping[str, Any], kind: type) -> str:
 
 def check_value(name: str, value: Any, default: Any, meta: Mapping[str, Any]) -> Any:
     """Validate one value against a field's declaration; return it (ints widen to float)."""
-    kind = type(default)
+    kind = meta.get("kind") or type(default)
     allowed = _allowed_text(meta, kind)
     if meta["allow_inf"] and isinstance(value, str) and value.strip().lower() in _INF_WORDS:
         value = INF
@@ -252,7 +254,7 @@ class Params:
                     "default": f.metadata["rule"][0] if f.metadata.get("rule") else f.default,
                     "unit": f.metadata["unit"],
                     "doc": f.metadata["doc"],
-                    "allowed": _allowed_text(f.metadata, type(f.default)),
+                    "allowed": _allowed_text(f.metadata, f.metadata.get("kind") or type(f.default)),
                     "fitted": f.metadata["fitted"],
                 }
             )

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from acceptsim.cli import main
-from acceptsim.commands.bench import bench, heap_loop, heap_loop_speed
+from acceptsim.commands.bench import CASES, bench, heap_loop, heap_loop_speed
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.sim import native
 
 
 def test_bench_reports_every_registered_server() -> None:
     result = bench(duration_s=0.2)
-    assert set(result) == set(SERVERS) and "userver" in result
+    assert set(result) == set(SERVERS) | set(CASES) and "nginx-4cpu" in result
     for figures in result.values():
         assert figures["conns_per_cpu_s"] > 0
         assert figures["conns_attempted"] > 0

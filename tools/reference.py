@@ -97,16 +97,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(points)} records to {args.path}")
         return 0
     saved = json.loads(args.path.read_text())
-    if saved["points"] != points:
-        print("the reference set changed since it was written (servers or points); "
-              "write it again from the version before the change", file=sys.stderr)
+    missing = [p for p in saved["points"] if p not in points]
+    if missing:
+        print(f"{len(missing)} saved points are no longer in the reference set (a server "
+              "removed?); write it again from the version before the change", file=sys.stderr)
         return 2
-    found = [f"{p['server']} {p.get('workload', 'one-packet')}: {d}"
-             for p, old, new in zip(points, saved["records"], records(points), strict=True)
-             for d in differences(old, new, rel_tol=args.rel_tol)]
+    added = [p for p in points if p not in saved["points"]]
+    if added:  # a server added since: its points have no record to compare with
+        print(f"{len(added)} points new since the set was written (not compared): "
+              + ", ".join(f"{p['server']} {p.get('workload', 'one-packet')}" for p in added))
+    found: list[str] = []
+    new_fields: list[str] = []
+    for p, old, new in zip(saved["points"], saved["records"], records(saved["points"]),
+                           strict=True):
+        for d in differences(old, new, rel_tol=args.rel_tol):
+            label = f"{p['server']} {p.get('workload', 'one-packet')}: {d}"
+            # a field the record gained is listed, not counted: the old fields must be equal
+            (new_fields if ": '<missing>' -> " in d else found).append(label)
     for line in found:
         print(line)
-    print(f"{len(points)} records, {len(found)} differences")
+    if new_fields:
+        names = sorted({line.split(": ")[1] for line in new_fields})
+        print(f"fields new since the set was written (not compared): {', '.join(names)}")
+    print(f"{len(saved['points'])} records, {len(found)} differences")
     return 1 if found else 0
 
 

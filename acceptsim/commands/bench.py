@@ -1,7 +1,8 @@
 """``acceptsim bench``: simulator speed, in simulated connection attempts per CPU-second.
 
 For every server registered in :data:`~acceptsim.models.servers.registry.SERVERS`, one run of
-the one-packet workload at 24,000 requests/s (the paper's overload region);
+the one-packet workload at 24,000 requests/s (the paper's overload region), and the
+cases of :data:`CASES` (nginx on a 4-CPU host at four times the rate);
 prints JSON ``{"<server>": {"conns_per_cpu_s": ..., ...}, ...}``.  CPU time is
 the simulating process's own (``time.process_time``) over the run's event
 loop, so the figure depends little on other load on the machine (repeat and
@@ -50,6 +51,11 @@ from acceptsim.sim.errors import ConfigError
 #: the benchmark's load: the paper's one-packet workload in overload
 BENCH_RATE_PER_S = 24000.0
 BENCH_WORKLOAD = "one-packet"
+#: cases beside the registered servers: a multi-core host (its rate is the benchmark's
+#: times ``rate_scale``, the same overload per CPU)
+CASES: dict[str, dict[str, Any]] = {
+    "nginx-4cpu": {"server": "nginx", "cpus": 4, "rate_scale": 4.0},
+}
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,7 +64,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--rate", default=str(BENCH_RATE_PER_S), help="target rate (default 24000)")
     p.add_argument("--accept-limit", default=None, help="accept-limit (default: RunConfig's)")
     p.add_argument("--repeat", default="1", help="runs per server; the fastest counts (default 1)")
-    p.add_argument("--servers", default=None, help="comma-separated subset (default: all)")
+    p.add_argument("--servers", default=None, help="comma-separated subset of the servers and "
+                   "cases (" + ", ".join(CASES) + ") (default: all)")
     p.add_argument(
         "--profile", default="0", metavar="N",
         help="also profile one run per server; its N top functions (own time) to stderr",
@@ -124,13 +131,17 @@ def bench(
     """
     out: dict[str, dict[str, Any]] = {}
     heap_speed = heap_loop_speed()
-    for server in servers if servers is not None else list(SERVERS):
+    for server in servers if servers is not None else [*SERVERS, *CASES]:
+        case = dict(CASES.get(server, {"server": server}))
+        if case["server"] not in SERVERS:
+            raise ConfigError("servers", server, "a server (" + ", ".join(SERVERS) + ") or a "
+                              "case (" + ", ".join(CASES) + ")")
         fields: dict[str, Any] = {
-            "server": server,
             "workload": BENCH_WORKLOAD,
-            "rate_per_s": rate_per_s,
+            "rate_per_s": rate_per_s * case.pop("rate_scale", 1.0),
             "duration_s": duration_s,
             "warmup_s": min(1.0, duration_s / 4),
+            **case,
         }
         if accept_limit is not None:
             fields["accept_limit"] = accept_limit

@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
-from acceptsim.models.config import WARMUP_RULE, RunConfig, default_text
+from acceptsim.models.config import WAKEUPS, WARMUP_RULE, RunConfig, default_text
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.kernel import PROFILES
+from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
 from acceptsim.models.policies import check_limit
 from acceptsim.models.record import help_text as record_help
 from acceptsim.models.runner import run_point
@@ -53,6 +54,20 @@ def add_parser(subparsers: Any) -> None:
                    f"e.g. 0.1); 0: no limit (default {d('cpu_quota')})")
     p.add_argument("--cpu-period", default=None, metavar="SECONDS",
                    help=f"CFS period of --cpu-quota in seconds (default {d('cpu_period_s')})")
+    p.add_argument("--cpus", default=None, metavar="N",
+                   help=f"processors of the server host (default {d('cpus')})")
+    p.add_argument("--workers", default=None, metavar="W",
+                   help=f"server processes, each pinned to a CPU (default {d('workers')})")
+    p.add_argument("--listen", default=None, choices=LAYOUTS,
+                   help="listening sockets of several workers: one shared accept queue, or one "
+                   f"per worker with SO_REUSEPORT (default {d('listen')})")
+    p.add_argument("--wakeup", default=None, choices=WAKEUPS,
+                   help="which workers a connection on a shared socket wakes: exclusive "
+                   "(EPOLLEXCLUSIVE), all (thundering herd), blocking (accept(), FIFO) "
+                   f"(default {d('wakeup')})")
+    p.add_argument("--softirq", default=None, choices=SOFTIRQ,
+                   help="where the kernel's per-packet work runs: on the CPU the flow's hash "
+                   f"picks (rss) or all on CPU 0 (default {d('softirq')})")
     p.add_argument("--server-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the server's own parameters (repeatable)")
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
@@ -130,6 +145,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "cpu_quota": (args.cpu_quota, lambda t: parse_number("cpu-quota", t)),
         "cpu_period_s": (args.cpu_period, lambda t: parse_number("cpu-period", t)),
         "rate_profile": (args.rate_profile, str),
+        "cpus": (args.cpus, lambda t: parse_int("cpus", t)),
+        "workers": (args.workers, lambda t: parse_int("workers", t)),
+        "listen": (args.listen, str), "wakeup": (args.wakeup, str),
+        "softirq": (args.softirq, str),
     }  # fmt: skip
     fields.update({name: read(text) for name, (text, read) in given.items() if text is not None})
     if args.timeseries is not None:
@@ -185,6 +204,7 @@ def main(args: argparse.Namespace) -> int:
 def format_table(result: dict[str, Any]) -> str:
     result = dict(result)
     series = result.pop("timeseries", None)
+    workers = result.pop("workers", None)
     rows = flatten(json_safe(result))
     width = max(len(k) for k in rows)
     lines = []
@@ -192,6 +212,12 @@ def format_table(result: dict[str, Any]) -> str:
         if isinstance(value, float):
             value = f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
         lines.append(f"{key:<{width}}  {value}")
+    if workers is not None:
+        import pandas as pd
+
+        lines.append("\nper worker:")
+        lines.append(pd.DataFrame(json_safe(workers)).to_string(index=False,
+                                                               float_format="{:,.4g}".format))
     if series is not None:
         import pandas as pd
 

@@ -6,7 +6,9 @@ import argparse
 import json
 from typing import Any
 
+from acceptsim.models.config import default_text
 from acceptsim.models.kernel import PROFILE_SUMMARIES, PROFILES, KernelProfile
+from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
@@ -21,7 +23,8 @@ def catalog() -> dict[str, list[dict[str, Any]]]:
     """Every server, workload and kernel profile a run can name: its name, one-line
     summary and parameter table (a kernel profile's table shows its own values)."""
     servers = [
-        {"name": name, "summary": spec.summary, "params": spec.params.describe()}
+        {"name": name, "summary": spec.summary, "params": spec.params.describe(),
+         "wakeups": list(spec.wakeups)}
         for name, spec in SERVERS.items()
     ]
     workloads = [
@@ -35,6 +38,24 @@ def catalog() -> dict[str, list[dict[str, Any]]]:
             row["default"] = getattr(profile, row["name"])
         kernels.append({"name": name, "summary": PROFILE_SUMMARIES[name], "params": rows})
     return {"servers": servers, "workloads": workloads, "kernels": kernels}
+
+
+def workers_text(entry: dict[str, Any]) -> str:
+    """A server's wake-up rules, if it runs on several workers (its default first)."""
+    wakeups = entry.get("wakeups")
+    if not wakeups:
+        return ""
+    return f" [several workers; --wakeup {' | '.join(wakeups)}, default {wakeups[0]}]"
+
+
+def multicore_text() -> str:
+    """The host's multi-core options with their defaults (RunConfig's own)."""
+    d = default_text
+    return (f"A host of several CPUs: --cpus N (default {d('cpus')}), --workers W (default "
+            f"{d('workers')}), --listen {' | '.join(LAYOUTS)} (default {d('listen')}), "
+            f"--wakeup (default {d('wakeup')}), --softirq {' | '.join(SOFTIRQ)} (default "
+            f"{d('softirq')}); the servers marked above run on several workers, the others "
+            "as one (acceptsim.models.multicore).")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -57,9 +78,10 @@ def main(args: argparse.Namespace) -> int:
             print(f"{section} ({option}):")
             width = max(len(e["name"]) for e in entries[section])
             for e in entries[section]:
-                print(f"  {e['name']:<{width}}  {e['summary']}")
+                print(f"  {e['name']:<{width}}  {e['summary']}{workers_text(e)}")
             print()
         print("acceptsim servers NAME shows one's parameters.")
+        print(multicore_text())
         return 0
     found = [(section, e) for section, es in entries.items() for e in es
              if e["name"] == args.name]
@@ -71,7 +93,8 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(json_safe([dict(e, kind=section) for section, e in found]), indent=2))
         return 0
     for section, e in found:
-        print(f"{e['name']} ({section[:-1]}, {SECTIONS[section]} {e['name']})\n  {e['summary']}")
+        print(f"{e['name']} ({section[:-1]}, {SECTIONS[section]} {e['name']})\n  {e['summary']}"
+              f"{workers_text(e)}")
         for prm in e["params"]:
             print(f"    {prm['name']} = {prm['default']!s} [{prm['allowed']}] {prm['doc']}")
         print()

@@ -25,6 +25,7 @@ accepts counted), and the one account of open connections over time
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -70,18 +71,48 @@ class RequestBurst:
         return self.burst
 
 
-class ServerHost:
-    """What a server runs on: the run's environment, the host's CPU and costs, the
-    listening socket, and the client machines that connect to it."""
+#: how a worker learns that a listening socket it shares with other workers has a
+#: connection (``ServerHost.wakeup``; acceptsim.models.multicore applies the rules)
+WAKE_ALONE: Final = "alone"  # the socket is the worker's own: it is told of every connection
+WAKE_EXCLUSIVE: Final = "exclusive"  # epoll with EPOLLEXCLUSIVE
+WAKE_ALL: Final = "all"  # every waiting worker (select, poll, epoll without EPOLLEXCLUSIVE)
+WAKE_BLOCKING: Final = "blocking"  # workers blocked in accept(), woken in FIFO order
+
+
+class DrawnRequestBurst(RequestBurst):
+    """A request's CPU burst whose cost is multiplied by a factor drawn per request
+    (``factor()``: a sampler of mean 1; :mod:`acceptsim.models.request_cost`), a new
+    burst each."""
 
     def __init__(
-        self, env: Environment, cpu: Cpu, listen: ListenSocket, client: Client, costs: HostCosts
+        self, category: str, request_s: float, per_byte: float, factor: Callable[[], float]
+    ) -> None:
+        super().__init__(category, request_s, per_byte)
+        self.factor = factor
+
+    def of(self, reply_bytes: Any) -> object:
+        cost = (self.request_s + self.per_byte * float(reply_bytes)) * self.factor()
+        return (self.category, cost)
+
+
+class ServerHost:
+    """What a server runs on: the run's environment, its CPU (the one it is pinned to)
+    and the host's costs, the listening socket, and the client machines that connect to
+    it.  On a multi-core host each worker has its own, with its number (``worker``) and
+    the rule that tells it of connections on a socket it shares (``wakeup``: ``"alone"``,
+    ``"exclusive"``, ``"all"`` or ``"blocking"``, the ``WAKE_*`` constants)."""
+
+    def __init__(
+        self, env: Environment, cpu: Cpu, listen: ListenSocket, client: Client, costs: HostCosts,
+        worker: int = 0, wakeup: str = WAKE_ALONE,
     ) -> None:
         self.env = env
         self.cpu = cpu
         self.listen = listen
         self.client = client
         self.costs = costs
+        self.worker = worker
+        self.wakeup = wakeup
 
 
 class AcceptPhase:
@@ -170,13 +201,14 @@ class AcceptPhase:
             return False
         conn = self.listen.accept()
         self.conn = conn
-        if conn is None:
-            self.failed += 1
-            if self.failed_burst is None:
-                return False
-            self.burst = self.failed_burst
+        if conn is not None:
+            conn.owner = server  # (data arriving during the call is the server's)
+            self.burst = self.accept_burst
             return True
-        self.burst = self.accept_burst
+        self.failed += 1
+        if self.failed_burst is None:
+            return False
+        self.burst = self.failed_burst
         return True
 
     def took(self) -> Connection | None:
@@ -195,6 +227,45 @@ class AcceptPhase:
             self.phases += 1
             self.accepts += accepted
         return accepted
+
+
+class SharedAcceptPhase(AcceptPhase):
+    """The accept phase of a worker that watches a listening socket it shares with other
+    workers through its own epoll (or select) set.
+
+    The kernel tells a worker of a new connection only by putting the socket on its
+    ready list (:attr:`notified`): the wake-up walk over the workers does
+    (acceptsim.models.multicore: every worker with the ``all`` rule, the first asleep and
+    those before it with ``exclusive``).  The worker's next getevents call polls the
+    socket there: with a connection queued it reports the socket (:attr:`reported`, kept
+    until the worker's accept phase acts on it, so a worker whose call reported the
+    socket calls ``accept()`` even if another worker has emptied the queue meanwhile,
+    and pays a failed accept); with the queue empty it drops the socket from the list
+    (level triggered).  A worker that was not notified sees nothing, however full the
+    queue."""
+
+    def __init__(self, server: Server, accept_burst: object, failed_burst: object) -> None:
+        super().__init__(server, accept_burst, failed_burst)
+        #: the listening socket is on this worker's ready list
+        self.notified = False
+        #: the worker's last getevents reported the socket, and no phase has acted on it
+        self.reported = False
+
+    def ready(self, listen: ListenSocket) -> bool:
+        server = self.server
+        if not self.reported:
+            if not self.notified:
+                return False
+            if not listen.accept_queue:
+                self.notified = False  # polled, found empty: off the ready list
+                return False
+            self.reported = True
+        return server.open < server.max_open
+
+    def begin(self, listen: ListenSocket) -> float:
+        """Start an accept phase: the worker acts on the socket its getevents reported."""
+        self.reported = False
+        return super().begin(listen)
 
 
 @dataclass(frozen=True)
@@ -271,6 +342,11 @@ class Server:
         self.select_calls = 0
         self.work_phases = 0
         self.conns_worked = 0
+        #: replies written (cumulative; counted by the servers that run on several workers)
+        self.replies_sent = 0
+        #: this worker's number, and how it learns of connections on a shared socket
+        self.worker: int = host.worker
+        self.wakeup: str = host.wakeup
 
     def start(self) -> None:
         """Bind the accept policy to this server (its view reads the state the subclass has
@@ -278,10 +354,13 @@ class Server:
         the loop on the CPU."""
         self.policy = policies.bind(self._policy, self)  # type: ignore[arg-type]
         accept_s, failed_s = self.accept_call_costs()
-        self.acceptor = AcceptPhase(
-            self, (ACCEPT, accept_s), (ACCEPT, failed_s) if self.failed_accept_charged else None
-        )
-        self.listen.app = self  # type: ignore[assignment]
+        failed_burst = (ACCEPT, failed_s) if self.failed_accept_charged else None
+        if self.wakeup in (WAKE_EXCLUSIVE, WAKE_ALL):
+            self.acceptor = SharedAcceptPhase(self, (ACCEPT, accept_s), failed_burst)
+        else:
+            self.acceptor = AcceptPhase(self, (ACCEPT, accept_s), failed_burst)
+            if self.wakeup == WAKE_ALONE:  # else the socket's workers' rule tells it
+                self.listen.app = self  # type: ignore[assignment]
         self.cpu.start(self.run())
 
     def run(self) -> Task:

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from acceptsim.models.servers.base import WAKE_ALL, WAKE_EXCLUSIVE
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import CATEGORIES, GETEVENTS, Userver
 from acceptsim.sim.cpu import BLOCK
-from acceptsim.sim.params import Params, param, summary_of
+from acceptsim.models.request_cost import RequestCostParams
+from acceptsim.sim.params import param, summary_of
 
 __all__ = ["CATEGORIES", "Nginx", "NginxParams"]
 
 
 @dataclass(frozen=True)
-class NginxParams(Params):
+class NginxParams(RequestCostParams):
     _prefix = "server."
 
     max_connections: int = param(
@@ -58,4 +60,9 @@ class Nginx(Userver):
         return self.costs.epoll_ctl_s
 
 
-SPECS = (ServerSpec("nginx", Nginx, NginxParams, CATEGORIES, summary_of(Nginx)),)
+SPECS = (
+    ServerSpec(
+        "nginx", Nginx, NginxParams, CATEGORIES, summary_of(Nginx),
+        wakeups=(WAKE_EXCLUSIVE, WAKE_ALL),
+    ),
+)

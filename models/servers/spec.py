@@ -32,6 +32,10 @@ class ServerSpec:
     #: it can hold idle persistent connections (``RunConfig.idle_connections``; the
     #: class then has ``adopt_idle(n)``)
     idle_connections: bool = False
+    #: the wake-up rules it runs under on several workers that share a listening socket
+    #: (``RunConfig.wakeup``; acceptsim.models.multicore), its default first; empty: it runs
+    #: as one worker only
+    wakeups: Sequence[str] = ()
     #: server parameters the registry-wide property tests run it with, to exercise
     #: what its defaults leave off (a background class, a small file cache, ...)
     test_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))

@@ -35,10 +35,11 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import ACCEPT, RequestBurst, Server, ServerHost
+from acceptsim.models.servers.base import ACCEPT, WAKE_ALL, Server, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
-from acceptsim.sim.params import Params, param
+from acceptsim.models.request_cost import RequestCostParams, request_bursts
+from acceptsim.sim.params import param
 
 GETEVENTS: Final = "getevents"
 WORK: Final = "work"
@@ -48,7 +49,7 @@ _EMPTY: Final[list[Connection]] = []
 
 @mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
-class UserverParams(Params):
+class UserverParams(RequestCostParams):
     _prefix = "server."
 
     max_connections: int = param(
@@ -131,7 +132,10 @@ class Userver(Server):
         # yields this one tuple, where it would build a new one per yield)
         close_burst: object = (WORK, self.costs.close_s)
         # a request's burst, made again only when the reply's size changes
-        request_bursts = RequestBurst(WORK, self.costs.request_s, self.costs.send_per_byte_s)
+        bursts = request_bursts(
+            WORK, self.costs.request_s, self.costs.send_per_byte_s, self.params,
+            client.streams, self.worker,
+        )  # fmt: skip
         while True:
             # 1. getevents
             if own_getevents:  # Userver.getevents, in place
@@ -170,7 +174,8 @@ class Userver(Server):
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
-                        yield request_bursts.of(conn.reply_bytes)
+                        yield bursts.of(conn.reply_bytes)
+                        self.replies_sent += 1
                         client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
@@ -186,5 +191,6 @@ SPECS = (
     ServerSpec(
         "userver", Userver, UserverParams, CATEGORIES,
         "The event-driven userver: select(), then accept up to accept-limit, then work.",
+        wakeups=(WAKE_ALL,),
     ),
 )

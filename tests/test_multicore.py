@@ -1,0 +1,281 @@
+"""A host of several CPUs (acceptsim.models.multicore): the uniprocessor unchanged, the
+closed forms of a shared queue (M/M/k) and of reuseport (k M/M/1), the invariants of
+several workers, and the directions the kernel's and nginx's sources describe."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from acceptsim.models.config import RunConfig
+from acceptsim.models.costs import HostCosts
+from acceptsim.models.host import Host
+from acceptsim.models.request_cost import RequestCostParams, factor_draws
+from acceptsim.models.runner import run_point
+from acceptsim.models.servers.registry import SERVERS
+from acceptsim.sim.errors import ConfigError
+
+#: every CPU cost (seconds, or seconds per unit) set to zero
+ZERO = {row["name"]: 0.0 for row in HostCosts.describe() if row["unit"].startswith("s")}
+#: the fields a host of several CPUs adds to the record, and the simulator's timings
+ADDED = {"cpus", "listen", "wakeup", "softirq", "workers", "worker_imbalance",
+         "kernel_share_per_cpu", "sim_cpu_time_s", "sim_conns_per_cpu_s"}
+RTT_S = 1e-4  # the clients' round trip (ClientParams' default)
+MU = 1000.0  # requests per second one worker serves (request_s = 1 ms)
+
+
+# -- one worker on a host of several CPUs is the uniprocessor ----------------------------
+@pytest.mark.parametrize("server", list(SERVERS))
+def test_one_worker_on_two_cpus_with_the_kernel_on_cpu0_is_the_uniprocessor(server: str) -> None:
+    """The multi-CPU event loop, given a second CPU with nothing on it, gives every
+    measure of the uniprocessor's, to the last bit (the idle share has one CPU more)."""
+    base = {"server": server, "rate_per_s": 24000.0, "duration_s": 1.0, "warmup_s": 0.25,
+            "seed": 3}
+    one = run_point(RunConfig.from_dict(base))
+    two = run_point(RunConfig.from_dict({**base, "cpus": 2, "workers": 1, "softirq": "cpu0"}))
+    for name, value in one.items():
+        if name in ADDED:
+            continue
+        if name == "cpu_share":
+            assert two[name]["idle"] == pytest.approx(value["idle"] + 1.0, abs=1e-9)
+            assert {k: v for k, v in two[name].items() if k != "idle"} == {
+                k: v for k, v in value.items() if k != "idle"}
+            continue
+        assert two[name] == value, name
+
+
+# -- closed forms ---------------------------------------------------------------------------
+def erlang_c(k: int, load: float) -> float:
+    """The probability that an arrival waits in M/M/k with offered load ``load`` (Erlang C,
+    through the Erlang B recursion)."""
+    b = 1.0
+    for n in range(1, k + 1):
+        b = load * b / (n + load * b)
+    return k * b / (k - load * (1.0 - b))
+
+
+def mmk_sojourn_tail(k: int, lam: float, mu: float, t: float) -> float:
+    """P(wait + service > t) in M/M/k, FIFO: no wait with probability 1 - C, else an
+    exponential wait at rate k mu - lambda, plus an exponential service at rate mu."""
+    c = erlang_c(k, lam / mu)
+    theta = k * mu - lam
+    both = (theta * math.exp(-mu * t) - mu * math.exp(-theta * t)) / (theta - mu)
+    return (1.0 - c) * math.exp(-mu * t) + c * both
+
+
+def prefork_run(k: int, rho: float, seed: int, listen: str = "shared") -> np.ndarray:
+    """Sojourn times (response time minus the round trip) of a prefork server with k
+    workers on k CPUs, every kernel and loop cost zero, exponential request costs of mean
+    1/MU, Poisson arrivals at rho k MU, no queue limit in reach."""
+    config = RunConfig.from_dict({
+        "server": "prefork", "cpus": k, "listen": listen, "rate_per_s": rho * k * MU,
+        "duration_s": 4.0, "warmup_s": 0.5, "seed": seed, "kernel": "linux-modern",
+        "costs": {**ZERO, "request_s": 1.0 / MU},
+        "server_params": {"request_cost": "exponential", "backlog": 4096},
+    })
+    host = Host(config)
+    record = host.run()
+    assert record["drops_per_s"]["total"] == 0
+    return np.asarray(host.client.response_times) - RTT_S
+
+
+def ci_half(values: np.ndarray, confidence: float = 0.99) -> float:
+    return stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(
+        len(values))
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_a_shared_socket_of_blocking_workers_is_mmk(k: int) -> None:
+    """Mean sojourn and the tail beyond the closed form's 95th percentile-ish point, each
+    within a 99% interval over replications; the interval is sharp enough to tell the
+    shared queue from k separate ones (reuseport's closed form lies outside it)."""
+    rho = 0.8
+    lam = rho * k * MU
+    runs = [prefork_run(k, rho, seed) for seed in range(1, 9)]
+    means = np.array([r.mean() for r in runs])
+    expected = 1.0 / MU + erlang_c(k, lam / MU) / (k * MU - lam)
+    half = ci_half(means)
+    assert abs(means.mean() - expected) <= half, (means.mean(), half, expected)
+    t = 3.0 / MU
+    beyond = np.array([(r > t).mean() for r in runs])
+    tail = mmk_sojourn_tail(k, lam, MU, t)
+    assert abs(beyond.mean() - tail) <= ci_half(beyond), (beyond.mean(), tail)
+    if k > 1:  # k M/M/1 queues at a k-th of the rate wait far longer
+        separate = 1.0 / (MU - lam / k)
+        assert abs(means.mean() - separate) > half
+
+
+def test_reuseport_with_blocking_workers_is_k_independent_mm1() -> None:
+    """Each worker's own socket gets a k-th of the connections by the 4-tuple's hash: k
+    M/M/1 queues at lambda / k, mean sojourn 1 / (mu - lambda / k)."""
+    k, rho = 4, 0.8
+    means = np.array([prefork_run(k, rho, seed, "reuseport").mean() for seed in range(1, 9)])
+    expected = 1.0 / (MU - rho * MU)
+    half = ci_half(means)
+    assert abs(means.mean() - expected) <= half, (means.mean(), half, expected)
+    shared = 1.0 / MU + erlang_c(k, rho * k) / (k * MU - rho * k * MU)
+    assert abs(means.mean() - shared) > half
+
+
+def test_request_cost_factors_have_mean_one_and_their_shape() -> None:
+    gen = np.random.default_rng(5)
+    n = 400_000
+    for kind, extra in (("exponential", {}), ("lognormal", {"request_cost_sigma": 0.8}),
+                        ("bimodal", {"request_cost_share": 0.2, "request_cost_ratio": 6.0})):
+        draws = factor_draws(RequestCostParams(request_cost=kind, **extra))
+        assert draws is not None
+        x = draws(gen, n)
+        assert x.mean() == pytest.approx(1.0, abs=4 * x.std() / math.sqrt(n)), kind
+    x = factor_draws(RequestCostParams(request_cost="bimodal", request_cost_share=0.2,
+                                       request_cost_ratio=6.0))(gen, n)
+    assert set(np.unique(x).round(9)) == {round(1 / 2.0, 9), round(6 / 2.0, 9)}
+    assert (x > 1).mean() == pytest.approx(0.2, abs=0.005)
+    assert factor_draws(RequestCostParams()) is None  # constant: no draws at all
+
+
+# -- invariants -------------------------------------------------------------------------------
+@st.composite
+def multicore_configs(draw: st.DrawFn) -> RunConfig:
+    server = draw(st.sampled_from(["userver", "nginx", "prefork"]))
+    spec = SERVERS[server]
+    cpus = draw(st.integers(2, 5))
+    return RunConfig(
+        server=server, cpus=cpus, workers=draw(st.integers(1, cpus)),
+        listen=draw(st.sampled_from(["shared", "reuseport"])),
+        wakeup=draw(st.sampled_from(list(spec.wakeups))),
+        softirq=draw(st.sampled_from(["rss", "cpu0"])),
+        accept_limit=draw(st.sampled_from([1, 4, math.inf])),
+        rate_per_s=draw(st.sampled_from([5000.0, 30000.0, 90000.0])),
+        duration_s=0.6, warmup_s=0.2, seed=draw(st.integers(0, 50)),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(multicore_configs())
+def test_workers_add_up_and_queues_stay_within_capacity(config: RunConfig) -> None:
+    host = Host(config)
+    record = host.run()
+    workers = record["workers"]
+    assert len(workers) == config.workers
+    window = config.duration_s - config.warmup_s
+    assert sum(w["accept_rate_per_s"] for w in workers) == pytest.approx(
+        record["accept_rate_per_s"], rel=1e-9)
+    # every reply a client received in time was written by a worker
+    assert sum(w["replies_per_s"] for w in workers) * window >= (
+        record["reply_rate_per_s"] * window - 1e-6) - _in_flight_allowance(config)
+    for listen in host.listens:
+        assert listen.max_accept_len <= listen.backlog + 1
+        assert listen.max_syn_len <= listen.syn_capacity
+    assert sum(record["cpu_share"].values()) == pytest.approx(config.cpus)
+    for w in workers:
+        assert 0.0 <= w["cpu_share"] <= 1.0 + 1e-9
+    # every connection is held by one worker at most, the one that accepted it
+    for i, worker in enumerate(host.workers):
+        assert worker.worker == i and worker.cpu is host.cpus[i]
+    assert record == Host(config).run() | {k: record[k] for k in
+                                           ("sim_cpu_time_s", "sim_conns_per_cpu_s")}
+
+
+def _in_flight_allowance(config: RunConfig) -> float:
+    """Replies written just before the window and received in it (one round trip)."""
+    return config.rate_per_s * 2 * RTT_S + 2
+
+
+# -- the directions of the sources --------------------------------------------------------
+def nginx_run(**fields: object) -> dict:
+    base = {"server": "nginx", "cpus": 4, "duration_s": 2.0, "warmup_s": 0.5, "seed": 1}
+    return run_point(RunConfig.from_dict({**base, **fields}))
+
+
+def test_exclusive_wakeup_concentrates_connections_on_the_first_registered_workers() -> None:
+    """At moderate load the first worker in the wait queue is asleep when most connections
+    come, so it takes most of them; reuseport's hash spreads them evenly by count."""
+    shared = nginx_run(rate_per_s=10000.0, wakeup="exclusive")
+    replies = [w["replies_per_s"] for w in shared["workers"]]
+    assert replies == sorted(replies, reverse=True)
+    assert replies[0] > 0.7 * sum(replies)
+    assert shared["worker_imbalance"] > 2.5
+    # waking every waiter spreads them more (whoever accepts first wins)
+    herd = nginx_run(rate_per_s=10000.0, wakeup="all")
+    assert herd["workers"][0]["replies_per_s"] < replies[0] - 0.1 * sum(replies)
+    spread = nginx_run(rate_per_s=10000.0, listen="reuseport")
+    assert spread["worker_imbalance"] < 1.1
+    assert all(w["failed_accepts_per_s"] == 0 for w in spread["workers"])
+
+
+def test_the_thundering_herd_pays_failed_accepts() -> None:
+    herd = nginx_run(rate_per_s=10000.0, wakeup="all")
+    exclusive = nginx_run(rate_per_s=10000.0, wakeup="exclusive")
+    failed = lambda r: sum(w["failed_accepts_per_s"] for w in r["workers"])  # noqa: E731
+    assert failed(herd) > 5 * failed(exclusive) > 0
+
+
+def test_a_stalled_worker_overflows_its_own_queue_under_reuseport_only() -> None:
+    """A rare request 1,400 times the mean stalls its worker for about 20 ms: its own
+    reuseport queue keeps receiving a quarter of the SYNs and overflows; a shared queue
+    is drained by the other workers."""
+    stall = {"request_cost": "bimodal", "request_cost_share": 0.0005,
+             "request_cost_ratio": 5000.0}
+    fields = {"rate_per_s": 30000.0, "accept_limit": math.inf, "duration_s": 3.0,
+              "server_params": stall}
+    shared = nginx_run(listen="shared", **fields)
+    reuseport = nginx_run(listen="reuseport", **fields)
+    assert shared["drops_per_s"]["total"] == 0
+    assert reuseport["drops_per_s"]["total"] > 100
+    assert reuseport["queues"]["accept_queue_max"] == reuseport["queues"]["accept_queue_capacity"]
+    assert reuseport["response_time_ms"]["p99"] > 10 * shared["response_time_ms"]["p99"]
+
+
+# -- configuration ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("fields", "field", "words"), [
+    ({"cpus": 2, "workers": 3}, "workers", "at most cpus"),
+    ({"server": "tux", "cpus": 2, "workers": 2}, "workers", "runs as one worker"),
+    ({"server": "userver", "cpus": 2, "wakeup": "exclusive"}, "wakeup", "one of all"),
+    ({"cpus": 0}, "cpus", ">= 1"),
+    ({"listen": "both"}, "listen", "one of"),
+])
+def test_bad_multicore_settings_name_the_field(fields: dict, field: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        RunConfig.from_dict(fields)
+    assert err.value.field == field and words in str(err.value)
+
+
+def test_defaults_follow_the_cpus_and_the_server() -> None:
+    assert RunConfig().cpus == 1 and RunConfig().workers == 1
+    assert RunConfig(server="nginx", cpus=4).workers == 4
+    assert RunConfig(server="nginx", cpus=4).wakeup == "exclusive"
+    assert RunConfig(server="prefork", cpus=4).wakeup == "blocking"
+    assert RunConfig(server="tux", cpus=4).workers == 1  # runs as one worker
+
+
+def test_a_policy_instance_is_refused_for_several_workers() -> None:
+    from acceptsim.models.policies import StaticLimit
+
+    config = RunConfig(server="nginx", cpus=2, rate_per_s=1000.0, duration_s=0.2,
+                       warmup_s=0.0)
+    with pytest.raises(ConfigError, match="policy"):
+        Host(config, StaticLimit(4))
+    Host(config, lambda: StaticLimit(4)).run()  # a factory: one policy per worker
+
+
+def test_the_command_line_shows_the_workers_and_the_options() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "acceptsim", "run", "--server", "nginx", "--cpus", "2",
+         "--rate", "4000", "--duration", "0.5"], capture_output=True, text=True, check=True,
+    ).stdout
+    assert "per worker:" in out and "worker_imbalance" in out
+    help_text = subprocess.run([sys.executable, "-m", "acceptsim", "run", "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    for option in ("--cpus", "--workers", "--listen", "--wakeup", "--softirq"):
+        assert option in help_text
+    servers = subprocess.run([sys.executable, "-m", "acceptsim", "servers"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "--wakeup exclusive | all, default exclusive" in servers
+    assert "--cpus N (default 1)" in servers
