@@ -14,7 +14,7 @@ from acceptsim.models import arrivals, policies
 from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
-from acceptsim.models.servers.base import WAKE_ALL, WAKE_BLOCKING, WAKE_EXCLUSIVE
+from acceptsim.models.servers.base import WAKE_ALL, WAKE_BLOCKING, WAKE_EXCLUSIVE, WAKE_MUTEX
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
 from acceptsim.sim.errors import ConfigError
@@ -61,7 +61,7 @@ WAKEUP_RULE = "the server's own (the first that `acceptsim servers` lists for it
 #: what a server that runs as one worker only is told of its socket's connections
 WAKEUP_ONE_WORKER = WAKE_ALL
 #: the wake-up rules (``RunConfig.wakeup``; acceptsim.models.multicore)
-WAKEUPS = (WAKE_EXCLUSIVE, WAKE_ALL, WAKE_BLOCKING)
+WAKEUPS = (WAKE_EXCLUSIVE, WAKE_ALL, WAKE_BLOCKING, WAKE_MUTEX)
 
 
 def _workers(config: Any) -> int:
@@ -162,7 +162,8 @@ class RunConfig(Params):
         rule=(WAKEUP_RULE, _wakeup),
         doc="which workers a connection on a shared socket wakes: exclusive "
         "(EPOLLEXCLUSIVE: the first asleep in registration order), all (select, or epoll "
-        "without EPOLLEXCLUSIVE), blocking (workers blocked in accept(), FIFO)",
+        "without EPOLLEXCLUSIVE), blocking (workers blocked in accept(), FIFO), mutex "
+        "(nginx's accept_mutex: the holder)",
     )
     softirq: str = param(
         "rss", unit="", choices=SOFTIRQ,

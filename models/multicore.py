@@ -30,6 +30,13 @@ Two layouts of listening sockets (``RunConfig.listen``):
   - ``blocking``: workers blocked in ``accept()`` wait in the socket's wait queue in
     FIFO order (``prepare_to_wait_exclusive`` appends at the tail); a connection wakes
     the longest waiting (the ``prefork`` server, :mod:`acceptsim.models.servers.prefork`).
+  - ``mutex``: nginx's ``accept_mutex`` (:class:`AcceptMutex`): only the workers whose
+    set holds the socket (the mutex's holder, and a former holder until its next loop)
+    are told, all of them (no ``EPOLLEXCLUSIVE``); the others cap their wait
+    (:mod:`acceptsim.models.servers.nginx`).
+
+  A server may move a worker's entry to the tail of the wait queue
+  (:meth:`SharedListen.move_to_tail`: nginx re-adding the socket with ``epoll_ctl``).
 
 * ``reuseport``: one socket per worker (``SO_REUSEPORT``), each with its own SYN and
   accept queues of the configured backlog and its own worker.  A SYN goes to the
@@ -49,6 +56,7 @@ from acceptsim.models.servers.base import (
     WAKE_ALONE,
     WAKE_BLOCKING,
     WAKE_EXCLUSIVE,
+    WAKE_MUTEX,
     Server,
     ServerCounters,
     ServerHost,
@@ -73,15 +81,30 @@ class SharedListen:
     worker that accepted it."""
 
     def __init__(self, listen: ListenSocket, workers: list[Any], wakeup: str) -> None:
-        self.workers = workers
+        self.listen = listen
+        #: the workers' entries in the socket's wait queue, in its order
+        self.workers = list(workers)
         self.wakeup = wakeup
         #: workers blocked in accept(), longest waiting first (the ``blocking`` rule)
         self.waiters: deque[Any] = deque()
-        if wakeup == WAKE_BLOCKING:
-            for w in workers:
+        #: the accept mutex (the ``mutex`` rule)
+        self.mutex = AcceptMutex() if wakeup == WAKE_MUTEX else None
+        for w in workers:
+            if wakeup == WAKE_BLOCKING:
                 w.share_waiters(self.waiters)
+            if hasattr(w, "reorder"):  # a server that re-adds the socket (nginx)
+                w.reorder = self.move_to_tail
+                w.mutex = self.mutex
         listen.app = self  # type: ignore[assignment]
         listen.on_queued = self.queued
+
+    def move_to_tail(self, worker: Any) -> None:
+        """``worker`` removed the socket from its epoll set and added it again: its entry
+        is now the wait queue's last, and the socket is on its ready list again if a
+        connection is queued (an ADD polls the socket)."""
+        self.workers.remove(worker)
+        self.workers.append(worker)
+        worker.acceptor.notified = bool(self.listen.accept_queue)
 
     def readable(self, conn: Connection) -> None:
         conn.owner.readable(conn)
@@ -105,8 +128,33 @@ class SharedListen:
                 cpu = w.cpu
                 if cpu.task_end == INF:
                     cpu.wake()
+        elif wakeup == WAKE_MUTEX:  # every worker whose set holds the socket
+            for w in self.workers:
+                if w.watching:
+                    w.acceptor.notified = True
+                    cpu = w.cpu
+                    if cpu.task_end == INF:
+                        cpu.wake()
         elif self.waiters:  # WAKE_BLOCKING
             self.waiters.popleft().cpu.wake()
+
+
+class AcceptMutex:
+    """nginx's accept mutex (``ngx_accept_mutex``): one worker at a time may hold it."""
+
+    def __init__(self) -> None:
+        #: the worker holding it (None: free)
+        self.owner: Any = None
+
+    def try_lock(self, worker: Any) -> bool:
+        if self.owner is None:
+            self.owner = worker
+            return True
+        return self.owner is worker
+
+    def release(self, worker: Any) -> None:
+        if self.owner is worker:
+            self.owner = None
 
 
 class ReuseportGroup:

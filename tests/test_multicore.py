@@ -194,10 +194,15 @@ def nginx_run(**fields: object) -> dict:
     return run_point(RunConfig.from_dict({**base, **fields}))
 
 
+#: nginx before 1.21.6: the listening socket is never re-added to a worker's epoll set
+NO_REORDER = {"reorder_accept_every": 0}
+
+
 def test_exclusive_wakeup_concentrates_connections_on_the_first_registered_workers() -> None:
     """At moderate load the first worker in the wait queue is asleep when most connections
-    come, so it takes most of them; reuseport's hash spreads them evenly by count."""
-    shared = nginx_run(rate_per_s=10000.0, wakeup="exclusive")
+    come, so it takes most of them (nginx before 1.21.6); reuseport's hash spreads them
+    evenly by count."""
+    shared = nginx_run(rate_per_s=10000.0, wakeup="exclusive", server_params=NO_REORDER)
     replies = [w["replies_per_s"] for w in shared["workers"]]
     assert replies == sorted(replies, reverse=True)
     assert replies[0] > 0.7 * sum(replies)
@@ -205,6 +210,10 @@ def test_exclusive_wakeup_concentrates_connections_on_the_first_registered_worke
     # waking every waiter spreads them more (whoever accepts first wins)
     herd = nginx_run(rate_per_s=10000.0, wakeup="all")
     assert herd["workers"][0]["replies_per_s"] < replies[0] - 0.1 * sum(replies)
+    # nginx 1.21.6+ re-adds the socket after every 16th accept event: the first worker
+    # goes to the tail of the wait queue, and the connections go round
+    reordered = nginx_run(rate_per_s=10000.0, wakeup="exclusive")
+    assert reordered["worker_imbalance"] < 1.1
     spread = nginx_run(rate_per_s=10000.0, listen="reuseport")
     assert spread["worker_imbalance"] < 1.1
     assert all(w["failed_accepts_per_s"] == 0 for w in spread["workers"])
@@ -212,9 +221,36 @@ def test_exclusive_wakeup_concentrates_connections_on_the_first_registered_worke
 
 def test_the_thundering_herd_pays_failed_accepts() -> None:
     herd = nginx_run(rate_per_s=10000.0, wakeup="all")
-    exclusive = nginx_run(rate_per_s=10000.0, wakeup="exclusive")
+    exclusive = nginx_run(rate_per_s=10000.0, wakeup="exclusive", server_params=NO_REORDER)
     failed = lambda r: sum(w["failed_accepts_per_s"] for w in r["workers"])  # noqa: E731
     assert failed(herd) > 5 * failed(exclusive) > 0
+
+
+def test_the_accept_mutex_gives_the_holder_the_connections_and_the_others_a_capped_wait() -> None:
+    """With accept_mutex on, only the holder watches the socket; the others try again
+    when their own events or their accept_mutex_delay wake them.  At moderate load one
+    worker keeps the mutex and takes nearly every connection, with no failed accept."""
+    run = nginx_run(rate_per_s=10000.0, wakeup="mutex")
+    replies = sorted((w["replies_per_s"] for w in run["workers"]), reverse=True)
+    assert replies[0] > 0.95 * sum(replies)
+    assert all(w["failed_accepts_per_s"] == 0 for w in run["workers"])
+    # a shorter delay lets the others catch the mutex in the holder's free window
+    quick = nginx_run(rate_per_s=10000.0, wakeup="mutex",
+                      server_params={"accept_mutex_delay_s": 0.0005})
+    assert quick["worker_imbalance"] < run["worker_imbalance"]
+
+
+def test_a_worker_near_its_worker_connections_stops_trying_the_mutex() -> None:
+    """ngx_accept_disabled: connection_n / 8 - free connections, counted down a loop at a
+    time before the worker tries the mutex again."""
+    config = RunConfig(server="nginx", cpus=2, wakeup="mutex", rate_per_s=1000.0,
+                       duration_s=0.1, warmup_s=0.0, server_params={"max_connections": 16})
+    worker = Host(config).workers[1]
+    worker.open = 15  # one free: 16 / 8 - 1 = 1 loop without trying
+    worker.after_accept_phase(0)
+    assert worker.accept_disabled == 1
+    assert not worker.try_accept_mutex() and worker.accept_disabled == 0
+    assert worker.try_accept_mutex() or worker.mutex.owner is not None
 
 
 def test_a_stalled_worker_overflows_its_own_queue_under_reuseport_only() -> None:
@@ -277,5 +313,5 @@ def test_the_command_line_shows_the_workers_and_the_options() -> None:
         assert option in help_text
     servers = subprocess.run([sys.executable, "-m", "acceptsim", "servers"],
                              capture_output=True, text=True, check=True).stdout
-    assert "--wakeup exclusive | all, default exclusive" in servers
+    assert "--wakeup exclusive | all | mutex, default exclusive" in servers
     assert "--cpus N (default 1)" in servers

@@ -77,6 +77,7 @@ WAKE_ALONE: Final = "alone"  # the socket is the worker's own: it is told of eve
 WAKE_EXCLUSIVE: Final = "exclusive"  # epoll with EPOLLEXCLUSIVE
 WAKE_ALL: Final = "all"  # every waiting worker (select, poll, epoll without EPOLLEXCLUSIVE)
 WAKE_BLOCKING: Final = "blocking"  # workers blocked in accept(), woken in FIFO order
+WAKE_MUTEX: Final = "mutex"  # nginx's accept_mutex: only the holder watches the socket
 
 
 class DrawnRequestBurst(RequestBurst):
@@ -100,7 +101,7 @@ class ServerHost:
     and the host's costs, the listening socket, and the client machines that connect to
     it.  On a multi-core host each worker has its own, with its number (``worker``) and
     the rule that tells it of connections on a socket it shares (``wakeup``: ``"alone"``,
-    ``"exclusive"``, ``"all"`` or ``"blocking"``, the ``WAKE_*`` constants)."""
+    ``"exclusive"``, ``"all"``, ``"blocking"`` or ``"mutex"``, the ``WAKE_*`` constants)."""
 
     def __init__(
         self, env: Environment, cpu: Cpu, listen: ListenSocket, client: Client, costs: HostCosts,
@@ -242,7 +243,11 @@ class SharedAcceptPhase(AcceptPhase):
     socket calls ``accept()`` even if another worker has emptied the queue meanwhile,
     and pays a failed accept); with the queue empty it drops the socket from the list
     (level triggered).  A worker that was not notified sees nothing, however full the
-    queue."""
+    queue.
+
+    ``after``, if set, is called with the connections accepted when a phase ends (or is
+    skipped): a server's own steps after its accept events (nginx's).
+    """
 
     def __init__(self, server: Server, accept_burst: object, failed_burst: object) -> None:
         super().__init__(server, accept_burst, failed_burst)
@@ -250,6 +255,7 @@ class SharedAcceptPhase(AcceptPhase):
         self.notified = False
         #: the worker's last getevents reported the socket, and no phase has acted on it
         self.reported = False
+        self.after: Any = None
 
     def ready(self, listen: ListenSocket) -> bool:
         server = self.server
@@ -265,7 +271,16 @@ class SharedAcceptPhase(AcceptPhase):
     def begin(self, listen: ListenSocket) -> float:
         """Start an accept phase: the worker acts on the socket its getevents reported."""
         self.reported = False
-        return super().begin(listen)
+        limit = super().begin(listen)
+        if not limit and self.after is not None:
+            self.after(0)
+        return limit
+
+    def end(self) -> int:
+        accepted = super().end()
+        if self.after is not None:
+            self.after(accepted)
+        return accepted
 
 
 @dataclass(frozen=True)
@@ -355,7 +370,7 @@ class Server:
         self.policy = policies.bind(self._policy, self)  # type: ignore[arg-type]
         accept_s, failed_s = self.accept_call_costs()
         failed_burst = (ACCEPT, failed_s) if self.failed_accept_charged else None
-        if self.wakeup in (WAKE_EXCLUSIVE, WAKE_ALL):
+        if self.wakeup in (WAKE_EXCLUSIVE, WAKE_ALL, WAKE_MUTEX):
             self.acceptor = SharedAcceptPhase(self, (ACCEPT, accept_s), failed_burst)
         else:
             self.acceptor = AcceptPhase(self, (ACCEPT, accept_s), failed_burst)

@@ -1,25 +1,47 @@
-"""nginx with one worker: an epoll event loop, ``multi_accept`` off or on.
+"""nginx: epoll event loops, one per worker process, ``multi_accept`` off or on.
 
-The worker's loop has the userver's three phases (see
+A worker's loop has the userver's three phases (see
 :mod:`acceptsim.models.servers.userver`), with ``epoll_wait`` in place of ``select``:
 the interest set is registered once per connection (``epoll_ctl`` at
 accept), so a call costs a fixed part plus a part per *ready* event
-returned, not per descriptor held; with nothing ready it sleeps until an
-event arrives.  ``multi_accept off`` accepts one connection per readiness
-of the listening socket (accept-limit 1); ``multi_accept on`` accepts until
-the queue is empty (accept-limit inf).  The accept-limit in the run
-configuration says which.
+returned (at most ``epoll_events`` a call; the rest stay ready), not per descriptor
+held; with nothing ready it sleeps until an event arrives.  ``multi_accept off``
+accepts one connection per readiness of the listening socket (accept-limit 1);
+``multi_accept on`` accepts until the queue is empty (accept-limit inf).  The
+accept-limit in the run configuration says which.
+
+With several workers (``RunConfig.workers``) on one shared listening socket, the
+wake-up rule is nginx's configuration (facts from ``ngx_event.c`` and
+``ngx_event_accept.c``):
+
+* ``exclusive`` (``accept_mutex off``, the default since 1.11.3): the socket is in
+  every worker's epoll set with ``EPOLLEXCLUSIVE``.  From 1.21.6 a worker re-adds it
+  (``epoll_ctl`` DEL, then ADD: to the tail of the socket's wait queue) after the
+  first and every ``reorder_accept_every``-th accept event it handles
+  (``ngx_reorder_accept_events``), so the first-registered worker does not keep
+  taking most connections; ``reorder_accept_every = 0`` is nginx before 1.21.6.
+* ``all``: the socket in every worker's set without ``EPOLLEXCLUSIVE`` (the
+  thundering herd).
+* ``mutex`` (``accept_mutex on``): at the start of each loop a worker tries the
+  mutex; the one that gets it adds the socket to its set (if it lacks it) and holds
+  the mutex through its ``epoll_wait`` and its accepts, and releases it before
+  serving its connections; one that fails removes the socket from its set if it had
+  it, and caps its ``epoll_wait`` at ``accept_mutex_delay_s`` (500 ms).  A worker
+  holding more than 7/8 of its ``worker_connections`` does not try for that many loops
+  (``ngx_accept_disabled``).  Every ``epoll_ctl`` costs ``epoll_ctl_s``, charged with
+  the worker's next ``epoll_wait``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from acceptsim.models.servers.base import WAKE_ALL, WAKE_EXCLUSIVE
+from acceptsim.models.request_cost import RequestCostParams
+from acceptsim.models.servers.base import WAKE_ALL, WAKE_EXCLUSIVE, WAKE_MUTEX, SharedAcceptPhase
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import CATEGORIES, GETEVENTS, Userver
 from acceptsim.sim.cpu import BLOCK
-from acceptsim.models.request_cost import RequestCostParams
 from acceptsim.sim.params import param, summary_of
 
 __all__ = ["CATEGORIES", "Nginx", "NginxParams"]
@@ -36,33 +58,123 @@ class NginxParams(RequestCostParams):
         doc="worker_connections (as `acceptsim measure` configures nginx)",
     )
     backlog: int = param(128, unit="connections", ge=1, doc="listen ... backlog=")
+    epoll_events: int = param(
+        512, unit="events", ge=1, doc="epoll_events: the most events one epoll_wait returns",
+    )
+    accept_mutex_delay_s: float = param(
+        0.5, unit="s", gt=0.0, le=60.0,
+        doc="accept_mutex_delay: the longest epoll_wait of a worker without the accept "
+        "mutex (--wakeup mutex)",
+    )
+    reorder_accept_every: int = param(
+        16, unit="accept events", ge=0,
+        doc="with EPOLLEXCLUSIVE, re-add the listening socket after the first and every "
+        "n-th accept event (nginx 1.21.6+; 0: never, as before 1.21.6)",
+    )
 
 
 class Nginx(Userver):
-    """One nginx worker process; runs as the task of the host's CPU."""
+    """One nginx worker process; runs as the task of its CPU."""
 
     name = "nginx"
     has_select = True  # epoll_wait calls are reported as select_calls_per_s
 
+    def __init__(self, host: Any, params: Any, policy: Any) -> None:
+        #: epoll_ctl CPU owed, charged with the next epoll_wait (s)
+        self.ctl_owed = 0.0
+        #: accept events handled (ngx_reorder_accept_events' count)
+        self.accept_events = 0
+        #: the accept mutex (--wakeup mutex): the socket is in this worker's epoll set,
+        #: loops left before it tries again (ngx_accept_disabled), and the wake-up that
+        #: ends its capped epoll_wait
+        self.watching = host.wakeup != WAKE_MUTEX
+        self.accept_disabled = 0
+        self._wait_id = 0
+        self._timed_out = False
+        self.mutex: Any = None  # set by the shared socket's rule (models.multicore)
+        #: moves this worker's entry to the tail of the shared socket's wait queue
+        #: (set by the socket's rule, acceptsim.models.multicore)
+        self.reorder: Any = None
+        super().__init__(host, params, policy)
+        if isinstance(self.acceptor, SharedAcceptPhase):
+            self.acceptor.after = self.after_accept_phase
+
     def getevents(self):  # type: ignore[no-untyped-def]
         """``epoll_wait``: sleep until something is ready; pay per event returned."""
-        while not self.ready and not self.listen_ready():
-            yield BLOCK
-        events = len(self.ready) + (1 if self.listen_ready() else 0)
         costs = self.costs
-        yield GETEVENTS, costs.epoll_base_s + costs.epoll_per_event_s * events
+        held = False
+        if self.mutex is not None:
+            held = self.try_accept_mutex()
+        if self.mutex is not None and not held:
+            # capped wait: wake at the delay if nothing comes first
+            self._wait_id += 1
+            self._timed_out = False
+            self.env.call_in(self.params.accept_mutex_delay_s, self._wait_expired,
+                             self._wait_id)
+        while not self.ready and not self.listen_ready() and not self._timed_out:
+            yield BLOCK
+        self._wait_id += 1  # the capped wait, if any, is over
+        cap = self.params.epoll_events
+        listen_event = 1 if self.listen_ready() else 0
+        taken = min(len(self.ready), cap - listen_event)
+        cost = costs.epoll_base_s + costs.epoll_per_event_s * (taken + listen_event)
+        cost += self.ctl_owed
+        self.ctl_owed = 0.0
+        yield GETEVENTS, cost
         self.select_calls += 1
-        ready, self.ready = self.ready, []
+        ready, self.ready = self.ready[:taken], self.ready[taken:]
+        if held and not self.listen_ready():  # no accept events: release it now
+            self.mutex.release(self)
         return ready
+
+    def _wait_expired(self, wait_id: int) -> None:
+        if wait_id == self._wait_id:
+            self._timed_out = True
+            self.cpu.wake()
 
     def opened(self) -> float:
         """Extra CPU per accepted connection: register it with ``epoll_ctl``."""
         return self.costs.epoll_ctl_s
 
+    # -- several workers on a shared socket --------------------------------------------------
+    def try_accept_mutex(self) -> bool:
+        """``ngx_trylock_accept_mutex`` at the start of a loop: True if this worker holds
+        the mutex for this loop."""
+        if self.accept_disabled > 0:
+            self.accept_disabled -= 1
+            return False
+        if self.mutex.try_lock(self):
+            if not self.watching:  # ngx_enable_accept_events: an ADD polls the socket
+                self.watching = True
+                self.acceptor.notified = bool(self.listen.accept_queue)  # type: ignore[attr-defined]
+                self.ctl_owed += self.costs.epoll_ctl_s
+            return True
+        if self.watching:  # ngx_disable_accept_events
+            self.watching = False
+            self.acceptor.notified = False  # type: ignore[attr-defined]
+            self.ctl_owed += self.costs.epoll_ctl_s
+        return False
+
+    def after_accept_phase(self, accepted: int) -> None:
+        """After the accept events of a loop (``ngx_event_accept``): nginx's own steps."""
+        free = self.max_open - self.open
+        self.accept_disabled = self.max_open // 8 - free
+        if self.mutex is not None:
+            if self.mutex.owner is self:
+                self.mutex.release(self)
+            return
+        every = self.params.reorder_accept_every
+        if self.reorder is not None and self.wakeup == WAKE_EXCLUSIVE and every:
+            reorder = self.accept_events % every == 0 or self.accept_disabled > 0
+            self.accept_events += 1
+            if reorder:  # ngx_reorder_accept_events: DEL, then ADD at the tail
+                self.reorder(self)
+                self.ctl_owed += 2 * self.costs.epoll_ctl_s
+
 
 SPECS = (
     ServerSpec(
         "nginx", Nginx, NginxParams, CATEGORIES, summary_of(Nginx),
-        wakeups=(WAKE_EXCLUSIVE, WAKE_ALL),
+        wakeups=(WAKE_EXCLUSIVE, WAKE_ALL, WAKE_MUTEX),
     ),
 )
