@@ -114,15 +114,19 @@ class Nginx(Userver):
         while not self.ready and not self.listen_ready() and not self._timed_out:
             yield BLOCK
         self._wait_id += 1  # the capped wait, if any, is over
-        cap = self.params.epoll_events
-        listen_event = 1 if self.listen_ready() else 0
-        taken = min(len(self.ready), cap - listen_event)
-        cost = costs.epoll_base_s + costs.epoll_per_event_s * (taken + listen_event)
-        cost += self.ctl_owed
-        self.ctl_owed = 0.0
+        # the events it returns, at most epoll_events (those ready while it ran come too)
+        cap = self.params.epoll_events - (1 if self.listen_ready() else 0)
+        events = min(len(self.ready), cap) + (1 if self.listen_ready() else 0)
+        cost = costs.epoll_base_s + costs.epoll_per_event_s * events
+        if self.ctl_owed:
+            cost += self.ctl_owed
+            self.ctl_owed = 0.0
         yield GETEVENTS, cost
         self.select_calls += 1
-        ready, self.ready = self.ready[:taken], self.ready[taken:]
+        if len(self.ready) <= cap:
+            ready, self.ready = self.ready, []
+        else:  # the rest stay ready for the next call
+            ready, self.ready = self.ready[:cap], self.ready[cap:]
         if held and not self.listen_ready():  # no accept events: release it now
             self.mutex.release(self)
         return ready
