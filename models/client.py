@@ -89,10 +89,20 @@ class ClientParams(Params):
     reply_rate_sample_s: float = param(
         5.0, unit="s", gt=0.0, doc="httperf's reply-rate sampling interval (min/avg/max/stddev)"
     )
+    concurrency: int = param(
+        0, unit="connections", ge=0, doc="a closed loop of this many users (wrk, ab): each "
+        "opens its next connection when its last one ends; 0: httperf's open loop at rate_per_s",
+    )
+    keepalive: bool = param(
+        False, unit="", doc="closed loop: each user keeps its connection and sends its next "
+        "request when the reply arrives, until a step times out",
+    )
 
 
 COMPLETED: Final = "completed"
 TIMED_OUT: Final = "timed_out"
+#: requests left on a closed-loop user's kept-alive connection: more than any run makes
+KEEPALIVE_REQUESTS: Final = 1 << 60
 #: slack, in ticks, for instants computed on a tick boundary in floating point
 _TICK_EPS: Final = 1e-6
 
@@ -170,6 +180,11 @@ class Client:
                 self.rate_profile, streams, lambda: env.now - self.owd, params.spacing
             )
         self._next_id = 0
+        #: a closed loop's users (0: the open loop), whether they keep their connections,
+        #: and the timers at which they give a step up
+        self._users: int = params.concurrency
+        self._keepalive: bool = params.keepalive
+        self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out)
         self.live: set[Connection] = set()
         #: httperf's event loop delays the application's reactions (:meth:`reaction_delay`;
@@ -243,6 +258,7 @@ class Client:
         self._kernel_first_request = kernel.first_request
         self._kernel_request = kernel.request_arrives
         self._kernel_fin = kernel.fin
+        self._kernel_reset = kernel.reset
 
     def record_series(self, interval_s: float, duration_s: float) -> None:
         """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
@@ -251,6 +267,10 @@ class Client:
 
     # -- connection starts ------------------------------------------------------
     def start(self) -> None:
+        if self._users:  # a closed loop: every user connects at once, a round trip apart
+            for i in range(self._users):
+                self.clock.call_at(self.owd + self.rtt * i / self._users, self._arrival)
+            return
         # each arrival draws the gap to the next before it runs
         self.env.call_recurring(self._gap() + self.owd, self._gap, self._arrival)
 
@@ -262,11 +282,33 @@ class Client:
         if started >= self.window_start:
             self.attempted += 1
         self.live.add(conn)
+        if self._users:
+            self._user_timers.call_at(conn.deadline, self._user_gives_up, conn)
         self._kernel_syn(conn)
+
+    # -- a closed loop's users --------------------------------------------------------------
+    def _user_gives_up(self, conn: Connection) -> None:
+        """A closed-loop user's timeout: if its step is still unanswered at the deadline
+        (set again by every step), it closes the socket and connects anew."""
+        if conn.outcome is None and self.clock.now >= conn.deadline:
+            conn.client_dead = True  # nothing more is sent; a SYN-ACK draws a RST
+            self.resolve(conn, TIMED_OUT, conn.deadline)
+
+    def _user_next(self, at: float) -> None:
+        """A closed-loop user's connection ended at ``at`` (client time): its next one's
+        SYN reaches the server a one-way delay later."""
+        if at <= self.window_end:
+            self.clock.call_at(max(at + self.owd, self.clock.now), self._arrival)
+
+    def _arm(self, conn: Connection) -> None:
+        """A closed-loop step began: its user gives up at ``conn.deadline``."""
+        self._user_timers.call_at(max(conn.deadline, self.clock.now), self._user_gives_up, conn)
 
     # -- handshake --------------------------------------------------------------
     def syn_dropped(self, conn: Connection) -> None:
         """The server dropped this SYN: retransmit after the backed-off RTO, or give up."""
+        if conn.outcome is not None:  # a closed-loop user gave it up: no more SYNs
+            return
         sent = conn.syn_sent
         # the k-th SYN was sent at started + rto * (2**(k-1) - 1): on a tick of its
         # machine's clock if the timers tick (the timer was armed with the first SYN)
@@ -325,6 +367,9 @@ class Client:
 
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
+        if conn.client_dead:  # a closed-loop user gave it up: its kernel answers with a RST
+            self.clock.call_in(self.rtt, self._kernel_reset, conn)
+            return
         connected = self.clock.now + self.owd
         if self._fixed_left is not None:  # every connection alike
             conn.requests_left = self._fixed_left
@@ -334,9 +379,13 @@ class Client:
         else:
             conn.requests_left = self.workload.requests_per_connection() - 1
             conn.reply_bytes = self._reply_bytes()
+        if self._keepalive:
+            conn.requests_left = KEEPALIVE_REQUESTS
         if not self._reacts:  # the request leaves right behind the ACK
             conn.request_sent_at = connected
             conn.deadline = connected + self.timeout
+            if self._users:
+                self._arm(conn)
             if connected >= self.window_start:
                 self.requests += 1
             self._lan.put(self._kernel_handshake_ack, conn)
@@ -346,6 +395,8 @@ class Client:
         sent = connected + self.reaction_delay()
         conn.request_sent_at = sent
         conn.deadline = sent + self.timeout
+        if self._users:
+            self._arm(conn)
         if sent >= self.window_start:
             self.requests += 1
         self._lan.put(self._kernel_bare_ack, conn)
@@ -427,6 +478,8 @@ class Client:
                 conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
             conn.deadline = conn.request_sent_at + self.timeout
+            if self._users:
+                self._arm(conn)
             if conn.request_sent_at >= self.window_start:
                 self.requests += 1
             if think > 0.0:
@@ -440,6 +493,8 @@ class Client:
             if conn.started_at >= self.window_start:
                 self.completed += 1
                 self.completed_syn_drops += conn.syn_sent - 1
+            if self._users:
+                self._user_next(received)
         if not self._reacts:
             self._lan.put(self._kernel_fin, conn)
         else:  # httperf closes the socket when its loop has read the reply
@@ -454,6 +509,8 @@ class Client:
             raise AssertionError(f"{conn!r} resolved twice ({conn.outcome}, then {outcome})")
         conn.outcome = outcome
         self.live.remove(conn)
+        if self._users:
+            self._user_next(at)
         in_window = conn.started_at >= self.window_start
         if outcome == COMPLETED:
             if in_window:

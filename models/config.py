@@ -170,6 +170,16 @@ class RunConfig(Params):
         doc="where the kernel's per-packet work runs on several CPUs: rss (the CPU the "
         "flow's hash picks, RSS/RPS) or cpu0 (all on CPU 0)",
     )
+    concurrency: int = param(
+        0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
+        doc="a closed loop of this many users (wrk, ab): each opens its next connection as "
+        "its last one ends (its reply, or its timeout); rate_per_s and rate_profile are then "
+        "not used; 0: httperf's open loop at rate_per_s",
+    )
+    keepalive: bool = param(
+        False, unit="", doc="with concurrency > 0: each user keeps its connection open and "
+        "sends its next request when the reply arrives (wrk's default); a timeout ends it",
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
         doc="idle persistent connections the clients open before "
@@ -202,6 +212,12 @@ class RunConfig(Params):
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
         self._check_workers()
+        if self.keepalive and not self.concurrency:
+            raise ConfigError("keepalive", self.keepalive, "false without concurrency (the "
+                              "open loop's connections follow the workload)")
+        if self.concurrency and self.rate_profile:
+            raise ConfigError("rate_profile", self.rate_profile, "empty with concurrency > 0 "
+                              "(a closed loop has no target rate)")
         if self.warmup_s >= self.duration_s:
             raise ConfigError(
                 "warmup_s", self.warmup_s, f"less than duration_s ({self.duration_s:g} s)"

@@ -47,7 +47,8 @@ class Host:
         self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s,
-            rate_profile=config.rate_profile,
+            rate_profile=config.rate_profile, concurrency=config.concurrency,
+            keepalive=config.keepalive,
         )
         self.client = Client(
             env, client_params, config.kernel, self.workload, streams, config.costs
@@ -85,7 +86,8 @@ class Host:
         self.timeseries: TimeSeries | None = None
         if config.timeseries_interval_s > 0:
             self.timeseries = TimeSeries(
-                env, self.client, self.bound, config.rate_per_s,
+                env, self.client, self.bound,
+                None if config.concurrency else config.rate_per_s,
                 config.timeseries_interval_s, config.duration_s,
             )  # fmt: skip
 

@@ -218,6 +218,8 @@ class ListenPath(Protocol):
 
     def request_arrives(self, conn: Connection) -> None: ...
 
+    def reset(self, conn: Connection) -> None: ...
+
 
 class Application(Protocol):
     """What the listen path tells the server application."""
@@ -501,6 +503,16 @@ class ListenSocket:
         conn.pending += 1
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)
+
+    def reset(self, conn: Connection) -> None:
+        """A RST from the client for an open request (its socket is gone): the request
+        leaves the SYN queue."""
+        self.cpu_of(conn).interrupt(self._rx_cost)
+        if conn.state == SYN_RECV:
+            self.requests_reset += 1
+            if not conn.cookie:
+                self._unlink_request(conn)
+            conn.state = CLOSED
 
     def drop_counts(self) -> dict[str, int]:
         """Each counter of :data:`DROP_KINDS`, cumulative since the start."""

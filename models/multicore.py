@@ -33,7 +33,7 @@ Two layouts of listening sockets (``RunConfig.listen``):
   - ``mutex``: nginx's ``accept_mutex`` (:class:`AcceptMutex`): only the workers whose
     set holds the socket (the mutex's holder, and a former holder until its next loop)
     are told, all of them (no ``EPOLLEXCLUSIVE``); the others cap their wait
-    (:mod:`acceptsim.models.servers.nginx`).
+    (``acceptsim.models.servers.nginx``).
 
   A server may move a worker's entry to the tail of the wait queue
   (:meth:`SharedListen.move_to_tail`: nginx re-adding the socket with ``epoll_ctl``).
@@ -189,6 +189,9 @@ class ReuseportGroup:
 
     def request_arrives(self, conn: Connection) -> None:
         self.socket_of(conn).request_arrives(conn)
+
+    def reset(self, conn: Connection) -> None:
+        self.socket_of(conn).reset(conn)
 
 
 def sum_counters(counters: list[ServerCounters]) -> ServerCounters:

@@ -76,9 +76,12 @@ class Window:
     kernel_per_cpu: list[float]
 
     @property
-    def target_rate_per_s(self) -> float:
-        """The target rate; with a rate profile, its mean over the window."""
+    def target_rate_per_s(self) -> float | None:
+        """The target rate; with a rate profile, its mean over the window; None for a
+        closed loop (``concurrency``), which has none."""
         config = self.host.config
+        if config.concurrency:
+            return None
         profile = self.host.client.rate_profile
         if profile is None:
             return config.rate_per_s
@@ -187,6 +190,15 @@ def _multicore(w: Window) -> bool:
     return w.host.config.cpus > 1
 
 
+def _target_requests(w: Window) -> float | None:
+    rate = w.target_rate_per_s
+    return None if rate is None else rate * w.host.workload.mean_requests_per_connection()
+
+
+def _closed_loop(w: Window) -> bool:
+    return w.host.config.concurrency > 0
+
+
 def _reaction_ms(w: Window) -> float:
     client = w.host.client
     return 1e3 * ratio(client.reaction_delays, client.reactions) if client.reactions else 0.0
@@ -208,10 +220,11 @@ METRICS: tuple[Metric, ...] = (
            lambda w: w.host.config.rate_profile),
     Metric("workload", "", "workload", "config", lambda w: w.host.config.workload),
     Metric("target_rate_per_s", "connections/s", "httperf's target rate of new connections "
-           "(a rate profile's mean over the window)", "config", lambda w: w.target_rate_per_s),
+           "(a rate profile's mean over the window; None for a closed loop)", "config",
+           lambda w: w.target_rate_per_s),
     Metric("target_request_rate_per_s", "requests/s", "the target rate times the workload's "
-           "mean requests per connection (the paper's x axis for SPECweb99)", "config",
-           lambda w: w.target_rate_per_s * w.host.workload.mean_requests_per_connection()),
+           "mean requests per connection (the paper's x axis for SPECweb99; None for a "
+           "closed loop)", "config", _target_requests),
     Metric("duration_s", "s", "simulated time of the run", "config",
            lambda w: w.host.config.duration_s),
     Metric("warmup_s", "s", "initial time left out of every measure", "config",
@@ -281,6 +294,11 @@ METRICS: tuple[Metric, ...] = (
            "acceptsim.models.series.COLUMNS)", "simulator",
            lambda w: w.host.timeseries.columns if w.host.timeseries else None,
            present=lambda w: w.host.timeseries is not None),
+    Metric("concurrency", "connections", "the closed loop's users (with concurrency > 0)",
+           "config", lambda w: w.host.config.concurrency, present=_closed_loop),
+    Metric("keepalive", "", "whether the closed loop's users keep their connections (with "
+           "concurrency > 0)", "config", lambda w: w.host.config.keepalive,
+           present=_closed_loop),
     Metric("cpus", "CPUs", "processors of the host (with cpus > 1)", "config",
            lambda w: w.host.config.cpus, present=_multicore),
     Metric("listen", "", "the listening-socket layout of the workers: shared or reuseport "
@@ -289,7 +307,9 @@ METRICS: tuple[Metric, ...] = (
            "config", lambda w: w.host.config.wakeup, present=_multicore),
     Metric("softirq", "", "where the kernel's per-packet work runs: rss or cpu0 (with "
            "cpus > 1)", "config", lambda w: w.host.config.softirq, present=_multicore),
-    Metric("workers", "", "per worker (with cpus > 1): replies_per_s, accept_rate_per_s, "
+    Metric("workers", "processes", "server processes, each on a CPU of its own (with "
+           "cpus > 1)", "config", lambda w: w.host.config.workers, present=_multicore),
+    Metric("per_worker", "", "per worker (with cpus > 1): replies_per_s, accept_rate_per_s, "
            "failed_accepts_per_s, accepts_per_phase, cpu_share (of its CPU), "
            "open_connections_mean", "server", _workers, present=_multicore),
     Metric("worker_imbalance", "", "the busiest worker's replies over the workers' mean (1: "

@@ -37,12 +37,12 @@ class TimeSeries:
     when it is made (so the sampler is made where the run is wired, before it starts)."""
 
     def __init__(
-        self, env: Environment, client: Client, bound: Any, rate_per_s: float,
+        self, env: Environment, client: Client, bound: Any, rate_per_s: float | None,
         interval_s: float, end_s: float,
     ) -> None:  # fmt: skip
         """``bound``: the policy as the server bound it (its live ``view`` of the server,
         its ``last_limit`` and ``last_budget_s``); ``rate_per_s``: the target rate when
-        the client has no rate profile."""
+        the client has no rate profile (None: a closed loop, which has none)."""
         self.env = env
         self.client = client
         self.bound = bound

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from acceptsim.models import arrivals
+from acceptsim.models.client import ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.sim.errors import ConfigError
 
@@ -45,6 +46,10 @@ def estimate_work(config: RunConfig) -> Work:
     profile = arrivals.parse(config.rate_profile)
     server_params = config.build_server_params()
     rate = config.rate_per_s if profile is None else profile.peak
+    if config.concurrency:  # a closed loop: each user at most one request per round trip,
+        # and the server's CPUs at most one per request_s each
+        rtt = ClientParams().rtt_s
+        rate = min(config.concurrency / rtt, config.cpus / config.costs.request_s)
     rate += float(getattr(server_params, "bg_rate_per_s", 0.0))
     points = 0.0
     for interval in (config.timeseries_interval_s, config.series_interval_s):

@@ -24,6 +24,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: text each notebook must print (its conclusion), beyond running without error
 EXPECTED = {
     "architectures.ipynb": ["'select_cpu_grows_with_idle': True"],
+    "multicore.ipynb": ["'exclusive_concentrates_before_1_21_6': True",
+                        "'stall_overflows_reuseport_only': True"],
     "prototype_policy.ipynb": ["policy_vs_static rows: 3", "share-of-queues", "regret cases: 6"],
     "sweep.ipynb": ["gain_10_vs_1"],
     "validate.ipynb": ["off_mape_within_15pct: True", "direction right at",

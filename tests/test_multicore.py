@@ -25,7 +25,7 @@ from acceptsim.sim.errors import ConfigError
 #: every CPU cost (seconds, or seconds per unit) set to zero
 ZERO = {row["name"]: 0.0 for row in HostCosts.describe() if row["unit"].startswith("s")}
 #: the fields a host of several CPUs adds to the record, and the simulator's timings
-ADDED = {"cpus", "listen", "wakeup", "softirq", "workers", "worker_imbalance",
+ADDED = {"cpus", "listen", "wakeup", "softirq", "workers", "per_worker", "worker_imbalance",
          "kernel_share_per_cpu", "sim_cpu_time_s", "sim_conns_per_cpu_s"}
 RTT_S = 1e-4  # the clients' round trip (ClientParams' default)
 MU = 1000.0  # requests per second one worker serves (request_s = 1 ms)
@@ -162,7 +162,7 @@ def multicore_configs(draw: st.DrawFn) -> RunConfig:
 def test_workers_add_up_and_queues_stay_within_capacity(config: RunConfig) -> None:
     host = Host(config)
     record = host.run()
-    workers = record["workers"]
+    workers = record["per_worker"]
     assert len(workers) == config.workers
     window = config.duration_s - config.warmup_s
     assert sum(w["accept_rate_per_s"] for w in workers) == pytest.approx(
@@ -203,26 +203,26 @@ def test_exclusive_wakeup_concentrates_connections_on_the_first_registered_worke
     come, so it takes most of them (nginx before 1.21.6); reuseport's hash spreads them
     evenly by count."""
     shared = nginx_run(rate_per_s=10000.0, wakeup="exclusive", server_params=NO_REORDER)
-    replies = [w["replies_per_s"] for w in shared["workers"]]
+    replies = [w["replies_per_s"] for w in shared["per_worker"]]
     assert replies == sorted(replies, reverse=True)
     assert replies[0] > 0.7 * sum(replies)
     assert shared["worker_imbalance"] > 2.5
     # waking every waiter spreads them more (whoever accepts first wins)
     herd = nginx_run(rate_per_s=10000.0, wakeup="all")
-    assert herd["workers"][0]["replies_per_s"] < replies[0] - 0.1 * sum(replies)
+    assert herd["per_worker"][0]["replies_per_s"] < replies[0] - 0.1 * sum(replies)
     # nginx 1.21.6+ re-adds the socket after every 16th accept event: the first worker
     # goes to the tail of the wait queue, and the connections go round
     reordered = nginx_run(rate_per_s=10000.0, wakeup="exclusive")
     assert reordered["worker_imbalance"] < 1.1
     spread = nginx_run(rate_per_s=10000.0, listen="reuseport")
     assert spread["worker_imbalance"] < 1.1
-    assert all(w["failed_accepts_per_s"] == 0 for w in spread["workers"])
+    assert all(w["failed_accepts_per_s"] == 0 for w in spread["per_worker"])
 
 
 def test_the_thundering_herd_pays_failed_accepts() -> None:
     herd = nginx_run(rate_per_s=10000.0, wakeup="all")
     exclusive = nginx_run(rate_per_s=10000.0, wakeup="exclusive", server_params=NO_REORDER)
-    failed = lambda r: sum(w["failed_accepts_per_s"] for w in r["workers"])  # noqa: E731
+    failed = lambda r: sum(w["failed_accepts_per_s"] for w in r["per_worker"])  # noqa: E731
     assert failed(herd) > 5 * failed(exclusive) > 0
 
 
@@ -231,9 +231,9 @@ def test_the_accept_mutex_gives_the_holder_the_connections_and_the_others_a_capp
     when their own events or their accept_mutex_delay wake them.  At moderate load one
     worker keeps the mutex and takes nearly every connection, with no failed accept."""
     run = nginx_run(rate_per_s=10000.0, wakeup="mutex")
-    replies = sorted((w["replies_per_s"] for w in run["workers"]), reverse=True)
+    replies = sorted((w["replies_per_s"] for w in run["per_worker"]), reverse=True)
     assert replies[0] > 0.95 * sum(replies)
-    assert all(w["failed_accepts_per_s"] == 0 for w in run["workers"])
+    assert all(w["failed_accepts_per_s"] == 0 for w in run["per_worker"])
     # a shorter delay lets the others catch the mutex in the holder's free window
     quick = nginx_run(rate_per_s=10000.0, wakeup="mutex",
                       server_params={"accept_mutex_delay_s": 0.0005})

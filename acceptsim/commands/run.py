@@ -37,7 +37,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--workload", default=None, help="workload: " + ", ".join(WORKLOADS)
                    + f" (default {d('workload')})")
     p.add_argument("--workload-file", default=None, help="session file for --workload wsesslog")
-    p.add_argument("--rate", required=True, help="target connection rate per second")
+    p.add_argument("--rate", default=None, help="target connection rate per second (httperf's "
+                   "open loop; required unless --concurrency)")
+    p.add_argument("--concurrency", default=None, metavar="C",
+                   help="a closed loop of C users instead of --rate (wrk, ab): each connects "
+                   f"again when its last connection ends (default {d('concurrency')}: open loop)")
+    p.add_argument("--keepalive", action="store_true",
+                   help="with --concurrency: each user keeps its connection for its next "
+                   "request")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
                    f"{WARMUP_RULE})")
@@ -126,8 +133,15 @@ def policy_spec(args: argparse.Namespace) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
+    if args.concurrency is None and args.rate is None:
+        raise ConfigError("--rate", None, "a target rate (httperf's open loop), or "
+                          "--concurrency C for a closed loop")
+    if args.concurrency is not None and args.rate is not None:
+        raise ConfigError("--rate", args.rate, "left out with --concurrency (a closed loop "
+                          "has no target rate)")
+    if args.keepalive and args.concurrency is None:
+        raise ConfigError("--keepalive", True, "only with --concurrency C")
     fields: dict[str, Any] = {
-        "rate_per_s": parse_number("rate", args.rate),
         "duration_s": parse_number("duration", args.duration),
         "server_params": parse_assignments("server-param", args.server_param),
         "workload_params": parse_assignments("workload-param", args.workload_param),
@@ -145,6 +159,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "cpu_quota": (args.cpu_quota, lambda t: parse_number("cpu-quota", t)),
         "cpu_period_s": (args.cpu_period, lambda t: parse_number("cpu-period", t)),
         "rate_profile": (args.rate_profile, str),
+        "rate_per_s": (args.rate, lambda t: parse_number("rate", t)),
+        "concurrency": (args.concurrency, lambda t: parse_int("concurrency", t)),
+        "keepalive": (True if args.keepalive else None, bool),
         "cpus": (args.cpus, lambda t: parse_int("cpus", t)),
         "workers": (args.workers, lambda t: parse_int("workers", t)),
         "listen": (args.listen, str), "wakeup": (args.wakeup, str),
@@ -204,7 +221,7 @@ def main(args: argparse.Namespace) -> int:
 def format_table(result: dict[str, Any]) -> str:
     result = dict(result)
     series = result.pop("timeseries", None)
-    workers = result.pop("workers", None)
+    workers = result.pop("per_worker", None)
     rows = flatten(json_safe(result))
     width = max(len(k) for k in rows)
     lines = []

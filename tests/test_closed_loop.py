@@ -1,0 +1,122 @@
+"""The closed-loop client (``concurrency``, ``keepalive``): C users, each starting its
+next connection (or request) when the last one ends, checked against mean value
+analysis of the closed network it makes, and against the response time law."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from acceptsim.models.config import RunConfig
+from acceptsim.models.costs import HostCosts
+from acceptsim.models.host import Host
+from acceptsim.models.runner import run_point
+from acceptsim.sim.errors import ConfigError
+
+ZERO = {row["name"]: 0.0 for row in HostCosts.describe() if row["unit"].startswith("s")}
+RTT_S = 1e-4
+MU = 1000.0
+
+
+def mva(users: int, mu: float, think_s: float) -> tuple[float, float]:
+    """Exact mean value analysis of C users between a delay station (mean ``think_s``,
+    any distribution) and one exponential server of rate ``mu``: throughput and the mean
+    time at the server (BCMP: the product form holds for any delay distribution)."""
+    queue = 0.0
+    throughput = residence = 0.0
+    for n in range(1, users + 1):
+        residence = (1.0 + queue) / mu
+        throughput = n / (think_s + residence)
+        queue = throughput * residence
+    return throughput, residence
+
+
+def closed_run(server: str, users: int, keepalive: bool, seed: int) -> tuple[float, float]:
+    config = RunConfig.from_dict({
+        "server": server, "concurrency": users, "keepalive": keepalive, "duration_s": 5.0,
+        "warmup_s": 1.0, "seed": seed, "kernel": "linux-modern",
+        "costs": {**ZERO, "request_s": 1.0 / MU},
+        "server_params": {"request_cost": "exponential", "backlog": 4096},
+    })
+    host = Host(config)
+    record = host.run()
+    return record["reply_rate_per_s"], float(np.mean(host.client.response_times))
+
+
+@pytest.mark.parametrize(("server", "keepalive", "think_s"), [
+    # a new connection per request: the reply's way back, the handshake, the request's way
+    ("prefork", False, 2 * RTT_S),
+    # one connection kept: the reply's way back and the next request's way there
+    ("userver", True, RTT_S),
+])
+@pytest.mark.parametrize("users", [1, 4, 16])
+def test_a_closed_loop_matches_mean_value_analysis(
+    server: str, keepalive: bool, think_s: float, users: int
+) -> None:
+    runs = [closed_run(server, users, keepalive, seed) for seed in range(1, 7)]
+    x = np.array([r[0] for r in runs])
+    response = np.array([r[1] for r in runs])
+    expected_x, at_server = mva(users, MU, think_s)
+    t = stats.t.ppf(0.995, len(runs) - 1)
+    half_x = t * x.std(ddof=1) / math.sqrt(len(runs))
+    # replies are counted in whole numbers over a finite window: allow one per run
+    assert abs(x.mean() - expected_x) <= half_x + 1.0, (x.mean(), expected_x, half_x)
+    half_r = t * response.std(ddof=1) / math.sqrt(len(runs))
+    assert abs(response.mean() - (at_server + RTT_S)) <= half_r + 1e-6, (
+        response.mean(), at_server + RTT_S)
+
+
+def test_the_users_are_the_concurrency_and_the_rate_follows_the_server() -> None:
+    """The response time law: C = X (R + Z).  A closed loop slows down with its server
+    instead of overflowing its queues: fewer users than the accept queue holds never
+    overflow it."""
+    x, response = closed_run("prefork", 8, False, 3)
+    assert 8 == pytest.approx(x * (response + RTT_S), rel=0.02)
+    record = run_point(RunConfig.from_dict({
+        "server": "userver", "concurrency": 100, "duration_s": 2.0, "warmup_s": 0.5}))
+    assert record["drops_per_s"]["total"] == 0
+    assert record["target_rate_per_s"] is None and record["concurrency"] == 100
+    assert record["connections"]["timed_out"] == 0
+
+
+def test_a_user_gives_up_at_its_timeout_and_connects_again() -> None:
+    """A server that never answers in time: each user times out once per timeout and
+    starts a new connection; nothing is resolved twice, and no SYN outlives its user."""
+    config = RunConfig.from_dict({
+        "server": "prefork", "concurrency": 3, "duration_s": 3.0, "warmup_s": 0.0,
+        "timeout_s": 0.5, "costs": {"request_s": 2.0},  # 2 s a request: every step times out
+    })
+    host = Host(config)
+    record = host.run()
+    # per user: 0.5 s per try over 3 s (the first request taken is served, too late)
+    assert record["connections"]["timed_out"] >= 3 * 5
+    assert record["connections"]["completed"] == 0
+
+
+@pytest.mark.parametrize(("fields", "field"), [
+    ({"keepalive": True}, "keepalive"),
+    ({"concurrency": 4, "rate_profile": "step:100@0,200@1"}, "rate_profile"),
+    ({"concurrency": -1}, "concurrency"),
+])
+def test_bad_closed_loop_settings_name_the_field(fields: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        RunConfig.from_dict(fields)
+    assert err.value.field == field
+
+
+def test_the_command_line_takes_a_concurrency_instead_of_a_rate() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "acceptsim", "run", *args],
+                              capture_output=True, text=True)
+
+    ok = run("--concurrency", "20", "--keepalive", "--duration", "0.5", "--format", "json")
+    assert ok.returncode == 0 and '"concurrency": 20' in ok.stdout
+    both = run("--concurrency", "20", "--rate", "100", "--duration", "0.5")
+    assert both.returncode != 0 and "--rate" in both.stderr and "Traceback" not in both.stderr
+    neither = run("--duration", "0.5")
+    assert neither.returncode != 0 and "--concurrency" in neither.stderr
