@@ -336,7 +336,7 @@ class ListenSocket:
         ):
             self.drop_request += 1
             return self._drop_syn(conn)
-        self.cpu_of(conn).interrupt(self._syn_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._syn_cost)
         conn.state = SYN_RECV
         conn.synq_at = self.clock.now
         if cookie:
@@ -351,13 +351,13 @@ class ListenSocket:
         self._syn_ack(conn)
 
     def _drop_syn(self, conn: Connection) -> None:
-        self.cpu_of(conn).interrupt(self._rx_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         conn.state = SYN_SENT
         self._syn_dropped(conn)
 
     def handshake_ack(self, conn: Connection) -> None:
         """The client's final ACK arrives, with its first request right behind it."""
-        self.cpu_of(conn).interrupt(self._two_segments)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._two_segments)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
@@ -366,7 +366,7 @@ class ListenSocket:
         the client application has not written its request yet (see
         :meth:`first_request`).  Like any segment of an open request, it tries the
         move into the accept queue; the connection then has nothing to read."""
-        self.cpu_of(conn).interrupt(self._rx_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn, data=False)
 
@@ -377,7 +377,7 @@ class ListenSocket:
         move (and, if it overflows too, the client will retransmit it); otherwise
         it is data for an established connection.
         """
-        self.cpu_of(conn).interrupt(self._rx_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         state = conn.state
         if state == SYN_RECV:
             self._move_to_accept_queue(conn)
@@ -388,7 +388,7 @@ class ListenSocket:
 
     def retransmitted_segment(self, conn: Connection) -> None:
         """A retransmission of the client's request (after a ListenOverflow)."""
-        self.cpu_of(conn).interrupt(self._rx_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self._move_to_accept_queue(conn)
 
@@ -409,7 +409,7 @@ class ListenSocket:
                 conn.request_unacked = True  # the client's retransmission timer runs
                 self.client.request_unacknowledged(conn)
             return
-        self.cpu_of(conn).interrupt(self._child_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._child_cost)
         if not conn.cookie:  # self._unlink_request(conn), inline
             self.syn_len -= 1
             if conn.young:
@@ -450,7 +450,7 @@ class ListenSocket:
             self.syn_young -= 1
         # SYN-ACK out and the client's answer back (one LAN round trip, folded
         # into this instant)
-        self.cpu_of(conn).interrupt(costs.tx_segment_s + costs.rx_segment_s)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(costs.tx_segment_s + costs.rx_segment_s)
         if conn.client_dead:
             self.requests_reset += 1
             self._unlink_request(conn)
@@ -492,14 +492,14 @@ class ListenSocket:
         """
         if conn.state == CLOSED or conn.eof:
             return
-        self.cpu_of(conn).interrupt(self._fin_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._fin_cost)
         conn.eof = True
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)
 
     def request_arrives(self, conn: Connection) -> None:
         """A further request on a persistent connection arrives."""
-        self.cpu_of(conn).interrupt(self._rx_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         conn.pending += 1
         if conn.state == ACCEPTED and self.app is not None:
             self.app.readable(conn)
@@ -507,7 +507,7 @@ class ListenSocket:
     def reset(self, conn: Connection) -> None:
         """A RST from the client for an open request (its socket is gone): the request
         leaves the SYN queue."""
-        self.cpu_of(conn).interrupt(self._rx_cost)
+        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         if conn.state == SYN_RECV:
             self.requests_reset += 1
             if not conn.cookie:

@@ -274,5 +274,8 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
         workers.append(spec.cls(worker_host, server_params, host._policy_for_worker(policy)))
     if wakeup != WAKE_ALONE:
         SharedListen(listens[0], workers, wakeup)
+    views = tuple(w.policy.view for w in workers)  # each policy may read the others
+    for view in views:
+        view._peers = views
     client.connect(ReuseportGroup(listens) if reuseport else listens[0])  # type: ignore[arg-type]
     return listens, workers

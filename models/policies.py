@@ -121,13 +121,15 @@ class ServerView:
     Counters are cumulative since the start of the run.
     """
 
-    __slots__ = ("_server", "_listen", "_client", "_env")
+    __slots__ = ("_server", "_listen", "_client", "_env", "_peers")
 
     def __init__(self, server: ServerState) -> None:
         self._server = server
         self._listen = server.listen
         self._client = server.client
         self._env = server.env
+        #: every worker's view on a host of several (acceptsim.models.multicore sets it)
+        self._peers: tuple[ServerView, ...] | None = None
 
     # the clock and the server
     @property
@@ -139,6 +141,20 @@ class ServerView:
     def server(self) -> str:
         """Server architecture name (``userver``, ``tux``, ``knot``, ...)."""
         return self._server.name
+
+    # the other workers
+    @property
+    def worker(self) -> int:
+        """This worker's number (0 on a host of one CPU; worker i runs on CPU i)."""
+        return getattr(self._server, "worker", 0)
+
+    @property
+    def workers(self) -> tuple[ServerView, ...]:
+        """The views of every worker of the server, this one included, in worker order:
+        a policy may read the others' state (their queues, open connections, counters).
+        One on a uniprocessor.  Complete once every worker is built: read it when
+        deciding, not in ``start``."""
+        return self._peers if self._peers is not None else (self,)
 
     # queues
     @property

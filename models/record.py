@@ -254,7 +254,8 @@ METRICS: tuple[Metric, ...] = (
            else None),
     Metric("conns_per_work_phase", "connections", "connections served per work phase", "server",
            lambda w: ratio(w.server.conns_worked, w.server.work_phases)),
-    Metric("response_time_ms", "ms", "the replies' response times: mean and percentiles",
+    Metric("response_time_ms", "ms", "the replies' response times: mean, p50, p99, p999 (the "
+           "99.9th percentile) and max",
            "client", lambda w: summary_ms(w.host.client.response_times)),
     Metric("open_connections_mean", "connections", "connections the server held open, on "
            "average over time", "server", lambda w: w.per_s(w.server.open_area)),
@@ -317,7 +318,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("kernel_share_per_cpu", "CPUs", "the share of each CPU's time its kernel work took "
            "(with cpus > 1)", "cpu", lambda w: w.kernel_per_cpu, present=_multicore),
     Metric("cfs", "", "the CFS bandwidth limit as the cgroup's cpu.stat reports it (with "
-           "cpu_quota > 0)", "cpu", _cfs, present=lambda w: w.host.cpu.bandwidth is not None),
+           "cpu_quota > 0; with several workers, their cgroups' counts added up)", "cpu", _cfs,
+           present=lambda w: w.host.cpu.bandwidth is not None),
     Metric("threads_busy_mean", "threads", "a worker pool's busy threads, on average over "
            "time", "server", lambda w: w.per_s(w.server.own["busy_area"]),
            present=lambda w: "busy_area" in w.server.own),

@@ -38,12 +38,14 @@ def ratio(numerator: float, denominator: float) -> float | None:
 
 
 def summary_ms(samples: Sequence[float]) -> dict[str, float | None]:
-    """Mean, median and 99th percentile of durations in seconds, in milliseconds."""
+    """Mean, median, 99th and 99.9th percentiles and maximum of durations in seconds, in
+    milliseconds (``p999``: the 99.9th)."""
     if not samples:
-        return {"mean": None, "p50": None, "p99": None}
+        return {"mean": None, "p50": None, "p99": None, "p999": None, "max": None}
     arr = np.asarray(samples) * 1e3
-    p50, p99 = np.percentile(arr, [50, 99])
-    return {"mean": float(arr.mean()), "p50": float(p50), "p99": float(p99)}
+    p50, p99, p999 = np.percentile(arr, [50, 99, 99.9])
+    return {"mean": float(arr.mean()), "p50": float(p50), "p99": float(p99),
+            "p999": float(p999), "max": float(arr.max())}
 
 
 def json_safe(value: Any) -> Any:

@@ -25,7 +25,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EXPECTED = {
     "architectures.ipynb": ["'select_cpu_grows_with_idle': True"],
     "multicore.ipynb": ["'exclusive_concentrates_before_1_21_6': True",
-                        "'stall_overflows_reuseport_only': True"],
+                        "'stall_hurts_reuseport_more': True"],
     "prototype_policy.ipynb": ["policy_vs_static rows: 3", "share-of-queues", "regret cases: 6"],
     "sweep.ipynb": ["gain_10_vs_1"],
     "validate.ipynb": ["off_mape_within_15pct: True", "direction right at",

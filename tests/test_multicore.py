@@ -263,8 +263,9 @@ def test_a_stalled_worker_overflows_its_own_queue_under_reuseport_only() -> None
               "server_params": stall}
     shared = nginx_run(listen="shared", **fields)
     reuseport = nginx_run(listen="reuseport", **fields)
-    assert shared["drops_per_s"]["total"] == 0
+    # (several workers stalled at once can overflow a shared queue too: rarely)
     assert reuseport["drops_per_s"]["total"] > 100
+    assert shared["drops_per_s"]["total"] < reuseport["drops_per_s"]["total"] / 10
     assert reuseport["queues"]["accept_queue_max"] == reuseport["queues"]["accept_queue_capacity"]
     assert reuseport["response_time_ms"]["p99"] > 10 * shared["response_time_ms"]["p99"]
 
@@ -315,3 +316,38 @@ def test_the_command_line_shows_the_workers_and_the_options() -> None:
                              capture_output=True, text=True, check=True).stdout
     assert "--wakeup exclusive | all | mutex, default exclusive" in servers
     assert "--cpus N (default 1)" in servers
+
+
+class _LeastLoaded:
+    """A policy that accepts only while it holds no more connections than the least
+    loaded of the other workers (reads their views)."""
+
+    name = "least-loaded"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int]] = []
+
+    def accept_limit(self, view) -> float:  # type: ignore[no-untyped-def]
+        others = [v.open_connections for v in view.workers if v.worker != view.worker]
+        self.seen.append((view.worker, len(view.workers)))
+        return 1 if not others or view.open_connections <= min(others) + 2 else 0
+
+
+def test_each_worker_binds_its_own_policy_and_its_view_reads_the_others() -> None:
+    policies: list[_LeastLoaded] = []
+
+    def factory() -> _LeastLoaded:
+        policies.append(_LeastLoaded())
+        return policies[-1]
+
+    config = RunConfig(server="nginx", cpus=3, rate_per_s=20000.0, duration_s=0.5,
+                       warmup_s=0.1, server_params={"reorder_accept_every": 0})
+    host = Host(config, factory)
+    record = host.run()
+    assert len(policies) == 3
+    for i, policy in enumerate(policies):
+        assert policy.seen and {s for s in policy.seen} == {(i, 3)}
+    # holding back the busiest worker evens the load that exclusive wake-up concentrates
+    plain = run_point(config)
+    assert record["worker_imbalance"] < plain["worker_imbalance"]
+    assert host.workers[0].policy.view.workers[2] is host.workers[2].policy.view
