@@ -131,12 +131,18 @@ class RunConfig(Params):
         "rate, queue lengths, the policy's accept-limit, ...) sampled at this interval; 0: off",
     )
     cpu_quota: float = param(
-        0.0, unit="CPUs", ge=0.0, le=1.0, min_nonzero=1e-3,
+        0.0, unit="CPUs", ge=0.0, le=MAX_CPUS, min_nonzero=1e-3,
         doc="CFS bandwidth limit on the server task, as a cgroup quota over its period "
         "(cpu.max; acceptsim measure --server-cpu-quota): processor seconds it may use per "
         "second; it is throttled for the rest of a period once it has used "
         "cpu_quota x cpu_period_s.  Kernel work is not limited (sim.cpu); with several "
-        "workers each has this quota (a cgroup each); 0: no limit",
+        "workers, cpu_quota_scope says whose quota it is; 0: no limit",
+    )
+    cpu_quota_scope: str = param(
+        "server", unit="", choices=("server", "worker"),
+        doc="with several workers: server (one cgroup holds them all and shares cpu_quota, "
+        "a container's CPU limit; up to the workers' number of CPUs) or worker (a cgroup "
+        "per worker, each with cpu_quota, at most 1)",
     )
     cpu_period_s: float = param(
         0.1, unit="s", ge=1e-3, le=1.0,
@@ -212,6 +218,11 @@ class RunConfig(Params):
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
         self._check_workers()
+        limit = 1 if self.cpu_quota_scope == "worker" or self.workers == 1 else self.workers
+        if self.cpu_quota > limit:
+            raise ConfigError("cpu_quota", self.cpu_quota,
+                              f"at most {limit} CPU{'s' if limit > 1 else ''} (the CPUs the "
+                              f"{'server' if limit > 1 else 'worker'}'s cgroup may use)")
         if self.keepalive and not self.concurrency:
             raise ConfigError("keepalive", self.keepalive, "false without concurrency (the "
                               "open loop's connections follow the workload)")

@@ -21,7 +21,7 @@ from acceptsim.models.servers.base import ServerHost
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import estimate_work
 from acceptsim.models.workloads import WORKLOADS
-from acceptsim.sim.cpu import Cpu
+from acceptsim.sim.cpu import Cpu, SharedBandwidth
 from acceptsim.sim.engine import Environment
 from acceptsim.sim.streams import Streams
 
@@ -40,9 +40,16 @@ class Host:
         #: the host's processors (worker i runs on CPU i); ``cpu`` is the first
         self.cpus = [Cpu(env, spec.categories) for _ in range(config.cpus)]
         self.cpu = self.cpus[0]
-        if config.cpu_quota:  # each worker's cgroup has the quota
-            for cpu in self.cpus[: config.workers]:
-                cpu.limit(config.cpu_quota * config.cpu_period_s, config.cpu_period_s)
+        #: the CFS limits: one per worker's cgroup, or one the workers share
+        self.limits: list[Any] = []
+        if config.cpu_quota:
+            quota_s = config.cpu_quota * config.cpu_period_s
+            if config.workers > 1 and config.cpu_quota_scope == "server":
+                group = SharedBandwidth(self.cpus[: config.workers], quota_s, config.cpu_period_s)
+                self.limits = [group]
+            else:  # each worker's cgroup has the quota
+                self.limits = [cpu.limit(quota_s, config.cpu_period_s)
+                               for cpu in self.cpus[: config.workers]]
         workload_cls, _ = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
@@ -113,7 +120,7 @@ class Host:
                 "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
             }
         per_cpu = [cpu.usage() for cpu in self.cpus]
-        limits = [cpu.bandwidth.counters() for cpu in self.cpus if cpu.bandwidth]
+        limits = [limit.counters() for limit in self.limits]
         return {
             "cpu": sum_dicts(per_cpu),
             "server": self.server.counters(),

@@ -450,7 +450,8 @@ class ListenSocket:
             self.syn_young -= 1
         # SYN-ACK out and the client's answer back (one LAN round trip, folded
         # into this instant)
-        (self.cpu_of(conn) if self._rss else self.cpu).interrupt(costs.tx_segment_s + costs.rx_segment_s)
+        cpu = self.cpu_of(conn) if self._rss else self.cpu
+        cpu.interrupt(costs.tx_segment_s + costs.rx_segment_s)
         if conn.client_dead:
             self.requests_reset += 1
             self._unlink_request(conn)

@@ -318,7 +318,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("kernel_share_per_cpu", "CPUs", "the share of each CPU's time its kernel work took "
            "(with cpus > 1)", "cpu", lambda w: w.kernel_per_cpu, present=_multicore),
     Metric("cfs", "", "the CFS bandwidth limit as the cgroup's cpu.stat reports it (with "
-           "cpu_quota > 0; with several workers, their cgroups' counts added up)", "cpu", _cfs,
+           "cpu_quota > 0; with a cgroup per worker, their counts added up)", "cpu", _cfs,
            present=lambda w: w.host.cpu.bandwidth is not None),
     Metric("threads_busy_mean", "threads", "a worker pool's busy threads, on average over "
            "time", "server", lambda w: w.per_s(w.server.own["busy_area"]),
@@ -340,13 +340,14 @@ def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: 
     shares["idle"] = 0.0 if abs(idle) < 1e-9 else idle  # float noise of summed costs
     workers = []
     if "workers" in end:  # several CPUs: per worker and per CPU
-        for i, ((c1, r1), (c0, r0)) in enumerate(zip(end["workers"], start["workers"])):
+        for i, ((c1, r1), (c0, r0)) in enumerate(zip(end["workers"], start["workers"],
+                                                     strict=True)):
             used = differences(end["per_cpu"][i], start["per_cpu"][i])
             workers.append(WorkerWindow(c1.since(c0), r1 - r0,
                                         sum(v for k, v in used.items() if k != KERNEL)))
     per_cpu_kernel = [
-        (e[KERNEL] - s[KERNEL]) / seconds for e, s in zip(end.get("per_cpu", ()),
-                                                          start.get("per_cpu", ()))
+        (e[KERNEL] - s[KERNEL]) / seconds
+        for e, s in zip(end.get("per_cpu", ()), start.get("per_cpu", ()), strict=True)
     ]
     return Window(
         host=host,

@@ -28,7 +28,7 @@ import numpy as np
 
 from acceptsim.models.servers.base import DrawnRequestBurst, RequestBurst
 from acceptsim.sim.params import Params, param
-from acceptsim.sim.streams import Sampler, Streams
+from acceptsim.sim.streams import Streams
 
 #: the choices of ``request_cost``
 REQUEST_COSTS: Final = ("constant", "exponential", "bimodal", "lognormal")

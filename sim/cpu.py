@@ -42,7 +42,8 @@ is taken out of the task's runtime, and packets keep arriving and being
 queued while the task is throttled.  The limit is enforced exactly, at the
 instant the quota runs out (the kernel enforces it at its next accounting
 point, a scheduler tick or the task's next sleep or wake-up, so it may
-overrun by up to a tick).  See :class:`Bandwidth`.
+overrun by up to a tick).  See :class:`Bandwidth`; :class:`SharedBandwidth` is one
+limit shared by the tasks of several CPUs (a cgroup holding several workers).
 """
 
 from __future__ import annotations
@@ -275,3 +276,137 @@ class Bandwidth:
             self._left_on_wake = self.quota_s
         else:
             self.env.call_at(self._ready_at() + self.quota_s, self._check, self._generation)
+
+
+class SharedBandwidth:
+    """A CFS bandwidth limit shared by the tasks of several :class:`Cpu` objects: one
+    cgroup holding every worker of a server (a container's CPU limit), whose ``quota``
+    seconds per period any of them may use.  When the group has used its quota every
+    task in it is throttled until the period ends (the kernel hands the global quota to
+    each CPU in slices, ``sched_cfs_bandwidth_slice_us``; the group here is one pool,
+    used up exactly).
+
+    The instant the quota runs out is found as :class:`Bandwidth` finds it: a check at
+    the earliest instant it could (now plus the quota left over the tasks running), and
+    again at every wake-up, which adds a runner.  Each CPU's :attr:`Cpu.bandwidth` is a
+    :class:`SharedBandwidthMember` of the group; :meth:`counters` are the group's."""
+
+    def __init__(self, cpus: list[Cpu], quota_s: float, period_s: float) -> None:
+        if not 0.0 < quota_s <= period_s * len(cpus):
+            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s x CPUs]")
+        self.cpus = cpus
+        self.env = env = cpus[0].env
+        self.quota_s = quota_s
+        self.period_s = period_s
+        self.periods = 0
+        self.throttled_periods = 0
+        self.throttled_s = 0.0
+        self.throttled = False
+        self._throttled_at = 0.0
+        #: per CPU (by position): the cut burst's category and rest, and a wake-up held
+        self._stalled: list[tuple[str, float] | None] = [None] * len(cpus)
+        self._wake_pending: list[bool] = [False] * len(cpus)
+        self._generation = 0
+        self._used_at_start = self._used()
+        for i, cpu in enumerate(cpus):
+            if cpu.bandwidth is not None:
+                raise RuntimeError("a Cpu of the group is already limited")
+            cpu.bandwidth = SharedBandwidthMember(self, i)
+        env.call_recurring(period_s, lambda: period_s, self._refill)
+        self._schedule(0)
+
+    def counters(self) -> dict[str, float]:
+        """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
+        throttled_s = self.throttled_s
+        if self.throttled:
+            throttled_s += self.env.now - self._throttled_at
+        return {
+            "periods": self.periods,
+            "throttled_periods": self.throttled_periods,
+            "throttled_s": throttled_s,
+        }
+
+    def _used(self) -> float:
+        return sum(cpu.task_seconds() for cpu in self.cpus)
+
+    def _schedule(self, extra_runners: int) -> None:
+        """A check at the earliest instant the quota could run out, if a task runs."""
+        runners = extra_runners + sum(1 for cpu in self.cpus if cpu.task_end != INF)
+        if runners == 0:  # nothing runs: a wake-up schedules the next check
+            return
+        left = self.quota_s - (self._used() - self._used_at_start)
+        at = self.env.now + max(left, 0.0) / runners
+        self.env.call_at(at, self._check, self._generation)
+
+    def hold_wake(self, index: int) -> bool:
+        """Called when the task of the group's CPU ``index`` is woken: True if it must
+        stay asleep (the group is throttled; it wakes when the period ends)."""
+        if self.throttled:
+            self._wake_pending[index] = True
+            return True
+        self._schedule(1)  # one more runner: the quota may run out sooner
+        return False
+
+    def _check(self, generation: int) -> None:
+        if generation != self._generation or self.throttled:
+            return
+        left = self.quota_s - (self._used() - self._used_at_start)
+        if left > _QUOTA_EPS_S:
+            self._schedule(0)
+            return
+        self._throttle()
+
+    def _throttle(self) -> None:
+        now = self.env.now
+        self.throttled = True
+        self._throttled_at = now
+        self.throttled_periods += 1
+        for i, cpu in enumerate(self.cpus):
+            if cpu.task_end != INF and cpu._category is not None:
+                free = cpu.kernel_free_at
+                rest = cpu.task_end - (free if free > now else now)
+                cpu.task_time[cpu._category].used -= rest
+                self._stalled[i] = (cpu._category, rest)
+                cpu.task_end = INF
+            elif cpu.task_end != INF:  # runnable between bursts: waits for the period
+                cpu.task_end = INF
+                self._wake_pending[i] = True
+
+    def _refill(self, _: object) -> None:
+        now = self.env.now
+        self.periods += 1
+        self._generation += 1
+        if self.throttled:
+            self.throttled = False
+            self.throttled_s += now - self._throttled_at
+            for i, cpu in enumerate(self.cpus):
+                free = cpu.kernel_free_at
+                start = free if free > now else now
+                stalled = self._stalled[i]
+                if stalled is not None:
+                    self._stalled[i] = None
+                    category, rest = stalled
+                    cpu.task_time[category].used += rest
+                    cpu._category = category
+                    cpu.task_end = start + rest
+                elif self._wake_pending[i]:
+                    cpu._category = None
+                    cpu.task_end = start
+                self._wake_pending[i] = False
+        self._used_at_start = self._used()
+        self._schedule(0)
+
+
+class SharedBandwidthMember(Bandwidth):
+    """One CPU's place in a :class:`SharedBandwidth` (what :attr:`Cpu.bandwidth` holds)."""
+
+    def __init__(self, group: SharedBandwidth, index: int) -> None:  # noqa: D107
+        # (Bandwidth's own state is not used: the group keeps it)
+        self.group = group
+        self.index = index
+
+    def hold_wake(self) -> bool:
+        return self.group.hold_wake(self.index)
+
+    def counters(self) -> dict[str, float]:
+        return self.group.counters()

@@ -351,3 +351,66 @@ def test_each_worker_binds_its_own_policy_and_its_view_reads_the_others() -> Non
     plain = run_point(config)
     assert record["worker_imbalance"] < plain["worker_imbalance"]
     assert host.workers[0].policy.view.workers[2] is host.workers[2].policy.view
+
+
+# -- a CPU quota on several workers ------------------------------------------------------------
+def _busy_run(**fields: object) -> tuple[dict, Host]:
+    config = RunConfig.from_dict({
+        "server": "nginx", "cpus": 4, "rate_per_s": 120000.0, "duration_s": 1.0,
+        "warmup_s": 0.25, "seed": 2, "cpu_period_s": 0.01, **fields})
+    host = Host(config)
+    return host.run(), host
+
+
+def test_a_server_wide_quota_caps_the_workers_together() -> None:
+    """One cgroup of 1.5 CPUs over four saturated workers: their task time adds up to the
+    quota, never more; its counters are the group's (one period a period, not four)."""
+    record, host = _busy_run(cpu_quota=1.5)
+    task = sum(v for k, v in record["cpu_share"].items() if k not in ("kernel", "idle"))
+    assert 1.0 < task <= 1.5 + 1e-6
+    window_periods = (1.0 - 0.25) / 0.01
+    assert record["cfs"]["periods"] == pytest.approx(window_periods, abs=1)
+    assert record["cfs"]["throttled_periods"] > 0.5 * window_periods
+    # unlimited, the same load takes more than the quota
+    free, _ = _busy_run()
+    assert sum(v for k, v in free["cpu_share"].items() if k not in ("kernel", "idle")) > 2.0
+
+
+def test_a_quota_per_worker_caps_each_worker_and_the_server_wide_one_shares_it() -> None:
+    """Exclusive wake-up without re-adding concentrates the load on worker 0: a quota of
+    0.25 CPU per worker holds it at 0.25, while the same CPU shared by the server (1.0)
+    lets it take what the others leave."""
+    fields = {"rate_per_s": 15000.0, "server_params": {"reorder_accept_every": 0}}
+    each, _ = _busy_run(cpu_quota=0.25, cpu_quota_scope="worker", **fields)
+    shared, _ = _busy_run(cpu_quota=1.0, **fields)
+    assert max(w["cpu_share"] for w in each["per_worker"]) <= 0.25 + 1e-6
+    assert shared["per_worker"][0]["cpu_share"] > 0.3
+    assert shared["reply_rate_per_s"] > each["reply_rate_per_s"]
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    ({"cpus": 4, "server": "nginx", "cpu_quota": 4.5}, "at most 4 CPUs"),
+    ({"cpus": 4, "server": "nginx", "cpu_quota": 1.5, "cpu_quota_scope": "worker"}, "at most 1"),
+    ({"cpu_quota": 1.5}, "at most 1"),
+])
+def test_a_quota_beyond_its_cgroup_s_cpus_is_refused(fields: dict, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        RunConfig.from_dict(fields)
+    assert err.value.field == "cpu_quota" and words in str(err.value)
+
+
+def test_no_period_gives_the_group_more_than_its_quota(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acceptsim.sim import cpu as cpu_module
+
+    used: list[float] = []
+    refill = cpu_module.SharedBandwidth._refill
+
+    def watched(self, value):  # type: ignore[no-untyped-def]
+        used.append(self._used() - self._used_at_start)
+        refill(self, value)
+
+    monkeypatch.setattr(cpu_module.SharedBandwidth, "_refill", watched)
+    _busy_run(cpu_quota=1.5)
+    assert len(used) > 50
+    assert max(used) <= 1.5 * 0.01 + 1e-9
+    assert max(used) > 0.99 * 1.5 * 0.01  # and it is used up

@@ -35,10 +35,10 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
+from acceptsim.models.request_cost import RequestCostParams, request_bursts
 from acceptsim.models.servers.base import ACCEPT, WAKE_ALL, Server, ServerHost
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
-from acceptsim.models.request_cost import RequestCostParams, request_bursts
 from acceptsim.sim.params import param
 
 GETEVENTS: Final = "getevents"
