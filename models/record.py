@@ -343,8 +343,9 @@ def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: 
         for i, ((c1, r1), (c0, r0)) in enumerate(zip(end["workers"], start["workers"],
                                                      strict=True)):
             used = differences(end["per_cpu"][i], start["per_cpu"][i])
-            workers.append(WorkerWindow(c1.since(c0), r1 - r0,
-                                        sum(v for k, v in used.items() if k != KERNEL)))
+            busy = sum(v for k, v in used.items() if k != KERNEL)
+            busy = 0.0 if abs(busy) < 1e-12 else busy  # float noise of summed costs
+            workers.append(WorkerWindow(c1.since(c0), r1 - r0, busy))
     per_cpu_kernel = [
         (e[KERNEL] - s[KERNEL]) / seconds
         for e, s in zip(end.get("per_cpu", ()), start.get("per_cpu", ()), strict=True)

@@ -157,6 +157,18 @@ class Cpu:
         return sum(used.values())
 
 
+def cfs_counters(
+    periods: int, throttled_periods: int, throttled_s: float, throttled_now_s: float
+) -> dict[str, float]:
+    """A limit's counters as the cgroup's ``cpu.stat`` names them; ``throttled_now_s``: the
+    throttled part of the current period so far (0 when not throttled)."""
+    return {
+        "periods": periods,
+        "throttled_periods": throttled_periods,
+        "throttled_s": throttled_s + throttled_now_s,
+    }
+
+
 #: the quota counts as used up when less than this is left (float noise of summed costs)
 _QUOTA_EPS_S: Final = 1e-12
 
@@ -197,14 +209,8 @@ class Bandwidth:
 
     def counters(self) -> dict[str, float]:
         """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
-        throttled_s = self.throttled_s
-        if self.throttled:  # the throttled part of the current period, so far
-            throttled_s += self.env.now - self._throttled_at
-        return {
-            "periods": self.periods,
-            "throttled_periods": self.throttled_periods,
-            "throttled_s": throttled_s,
-        }
+        return cfs_counters(self.periods, self.throttled_periods, self.throttled_s,
+                            self.env.now - self._throttled_at if self.throttled else 0.0)
 
     def _ready_at(self) -> float:
         """When the task can next run: now, or when the kernel's backlog is done."""
@@ -317,14 +323,8 @@ class SharedBandwidth:
 
     def counters(self) -> dict[str, float]:
         """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
-        throttled_s = self.throttled_s
-        if self.throttled:
-            throttled_s += self.env.now - self._throttled_at
-        return {
-            "periods": self.periods,
-            "throttled_periods": self.throttled_periods,
-            "throttled_s": throttled_s,
-        }
+        return cfs_counters(self.periods, self.throttled_periods, self.throttled_s,
+                            self.env.now - self._throttled_at if self.throttled else 0.0)
 
     def _used(self) -> float:
         return sum(cpu.task_seconds() for cpu in self.cpus)
