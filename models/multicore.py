@@ -274,6 +274,8 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
         workers.append(spec.cls(worker_host, server_params, host._policy_for_worker(policy)))
     if wakeup != WAKE_ALONE:
         SharedListen(listens[0], workers, wakeup)
+    if spec.share is not None:  # state the server's workers share (haproxy's listener)
+        spec.share(workers)
     views = tuple(w.policy.view for w in workers)  # each policy may read the others
     for view in views:
         view._peers = views

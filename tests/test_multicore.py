@@ -414,3 +414,28 @@ def test_no_period_gives_the_group_more_than_its_quota(monkeypatch: pytest.Monke
     assert len(used) > 50
     assert max(used) <= 1.5 * 0.01 + 1e-9
     assert max(used) > 0.99 * 1.5 * 0.01  # and it is used up
+
+
+# -- HAProxy's listener ----------------------------------------------------------------------
+def haproxy_run(mode: str, rate: float = 10000.0) -> dict:
+    return run_point(RunConfig.from_dict({
+        "server": "haproxy", "cpus": 4, "accept_limit": 4, "rate_per_s": rate,
+        "duration_s": 2.0, "warmup_s": 0.5, "seed": 1, "server_params": {"multi_queue": mode}}))
+
+
+def test_haproxy_hands_connections_to_threads_by_its_multi_queue() -> None:
+    """The listener wakes every thread; the one that accepts hands each connection on:
+    to the less loaded of two rotating threads (on), in turn (fair), or keeps it (off,
+    where the first threads to wake take most)."""
+    on, fair, off = haproxy_run("on"), haproxy_run("fair"), haproxy_run("off")
+    assert fair["worker_imbalance"] < 1.02
+    assert on["worker_imbalance"] < 1.25
+    assert off["worker_imbalance"] > 2.0
+    # the accepting threads are the same; the replies follow the hand-over
+    accepts = [w["accept_rate_per_s"] for w in on["per_worker"]]
+    replies = [w["replies_per_s"] for w in on["per_worker"]]
+    assert max(accepts) > 2 * max(replies) / 1.25 and sum(accepts) == pytest.approx(
+        sum(replies), rel=0.01)
+    # at most maxaccept (the accept-limit) connections a wake-up
+    for w in on["per_worker"]:
+        assert w["accepts_per_phase"] is None or w["accepts_per_phase"] <= 4

@@ -167,8 +167,10 @@ class Nginx(Userver):
             if self.mutex.owner is self:
                 self.mutex.release(self)
             return
+        if self.reorder is None or self.wakeup != WAKE_EXCLUSIVE:
+            return
         every = self.params.reorder_accept_every
-        if self.reorder is not None and self.wakeup == WAKE_EXCLUSIVE and every:
+        if every:
             reorder = self.accept_events % every == 0 or self.accept_disabled > 0
             self.accept_events += 1
             if reorder:  # ngx_reorder_accept_events: DEL, then ADD at the tail

@@ -8,7 +8,7 @@ there.  Adding a server is writing one module (``docs/design.md``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -36,6 +36,9 @@ class ServerSpec:
     #: (``RunConfig.wakeup``; acceptsim.models.multicore), its default first; empty: it runs
     #: as one worker only
     wakeups: Sequence[str] = ()
+    #: called with the server's workers once they are built, to set up state they share
+    #: (HAProxy's listener); None: nothing shared
+    share: Callable[[list[Any]], None] | None = None
     #: server parameters the registry-wide property tests run it with, to exercise
     #: what its defaults leave off (a background class, a small file cache, ...)
     test_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
