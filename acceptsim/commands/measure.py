@@ -44,13 +44,26 @@ def add_parser(subparsers: Any) -> None:
                    help="CFS period of that quota in microseconds, 1000-1000000 (default: "
                    f"{DEFAULT_CPU_PERIOD_US}, or longer if needed for the kernel's 1 ms minimum "
                    "quota; short, so throttling stalls last ms, not 100 ms)")
+    p.add_argument("--workers", default="1",
+                   help="nginx worker_processes (default 1); with several, each request's "
+                   "worker is counted from the access log (workers.csv in each run)")
+    p.add_argument("--accept-mutex", default="off",
+                   help="nginx accept_mutex with several workers: on or off (default off)")
+    p.add_argument("--reuseport", action="store_true",
+                   help="listen ... reuseport: a listening socket per worker")
     p.add_argument("--out", required=True, help="directory for the run directories")
     p.set_defaults(main=main)
 
 
+def on_off(option: str, text: str) -> bool:
+    """An on/off option's value."""
+    if text not in ("on", "off"):
+        raise ConfigError(option, text, "on or off")
+    return text == "on"
+
+
 def plan_from_args(args: argparse.Namespace) -> Plan:
-    if args.multi_accept not in ("on", "off"):
-        raise ConfigError("--multi-accept", args.multi_accept, "on or off")
+    on_off("--multi-accept", args.multi_accept)
     rates = tuple(parse_number("--rates", r) for r in args.rates.split(",") if r.strip())
     return Plan(
         server=args.server,
@@ -70,6 +83,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
             if args.server_cpu_quota is not None
             else None
         ),
+        workers=parse_int("--workers", args.workers),
+        accept_mutex=on_off("--accept-mutex", args.accept_mutex),
+        reuseport=args.reuseport,
         server_cpu_period_us=(
             parse_int("--server-cpu-period", args.server_cpu_period)
             if args.server_cpu_period is not None

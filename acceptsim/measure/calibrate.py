@@ -68,9 +68,18 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
         {"cpu_quota": info.server.cpu_quota, "cpu_period_s": info.server.cpu_period_us / 1e6}
         if info.server.cpu_quota else {}
     )
+    # several workers: one CPU each (the model's host), one cgroup for all of nginx (the
+    # harness's), the listening sockets and wake-up rule nginx was configured with
+    workers = info.server.worker_processes
+    layout = {} if workers == 1 else {
+        "cpus": workers, "workers": workers,
+        "listen": "reuseport" if info.server.reuseport else "shared",
+        "wakeup": "mutex" if info.server.accept_mutex else "exclusive",
+    }
     return RunConfig.from_dict(
         {
             **quota,
+            **layout,
             "server": SERVER_MODELS[info.server.name],
             "accept_limit": math.inf if info.server.multi_accept else 1,
             "rate_per_s": info.load.target_rate_per_s,

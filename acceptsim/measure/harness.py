@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from acceptsim.measure.run import HTTPERF_FILE, RUN_FILE, MeasuredRun, load_run
+from acceptsim.measure.run import HTTPERF_FILE, RUN_FILE, WORKERS_FILE, MeasuredRun, load_run
 from acceptsim.measure.runfile import (
     CounterFiles,
     HostInfo,
@@ -49,6 +49,8 @@ MAX_CONNECTIONS_PER_RUN = 2_000_000
 MAX_POINTS = 200
 NSTAT_PATTERNS = ("Tcp*", "Ip*")
 MAX_PROCESSES = 64
+#: the most nginx worker processes a measure starts
+MAX_WORKERS = 64
 #: where the harness puts nginx's group for --server-cpu-quota, in this order: the unified
 #: (cgroup v2) hierarchy when it offers the cpu controller, else the v1 ``cpu`` hierarchy;
 #: the first of them that this process may write to
@@ -105,6 +107,9 @@ class Plan:
     server_cpu_period_us: int | None = None  # None: default_cpu_period_us(quota)
     online_cpus: int = 0  # 0: os.cpu_count(); the upper bound of server_cpu_quota
     first_repeat: int = 1  # number of the first repeat (to add repeats to a recorded sweep)
+    workers: int = 1  # nginx worker_processes
+    accept_mutex: bool = False  # nginx accept_mutex (several workers on a shared socket)
+    reuseport: bool = False  # listen ... reuseport: a socket per worker
 
     def __post_init__(self) -> None:
         if self.server != "nginx":
@@ -138,6 +143,15 @@ class Plan:
             raise ConfigError("--processes", self.processes, f"1 to {MAX_PROCESSES}")
         if not (0 <= self.pause_s <= 60):
             raise ConfigError("--pause", self.pause_s, "0 to 60 s")
+        if not (1 <= self.workers <= MAX_WORKERS):
+            raise ConfigError("--workers", self.workers, f"1 to {MAX_WORKERS} processes")
+        if (self.accept_mutex or self.reuseport) and self.workers == 1:
+            option = "--accept-mutex" if self.accept_mutex else "--reuseport"
+            raise ConfigError(option, True, "only with --workers 2 or more (nginx ignores it "
+                              "for one worker)")
+        if self.accept_mutex and self.reuseport:
+            raise ConfigError("--accept-mutex", True, "not with --reuseport (nginx does not "
+                              "use the mutex for reuseport sockets)")
         cpus = self.online_cpus or os.cpu_count() or 1
         if self.server_cpu_quota is not None and not (
             math.isfinite(self.server_cpu_quota) and 0 < self.server_cpu_quota <= cpus
@@ -196,10 +210,19 @@ def cpu_split(cpus: Sequence[int]) -> tuple[str, str]:
     return str(cpus[0]), ",".join(str(c) for c in cpus[1:])
 
 
-def nginx_conf(prefix: Path, multi_accept: bool, port: int, backlog: int = 128) -> str:
-    """nginx.conf for one worker, epoll, the given multi_accept, one static file."""
+def nginx_conf(
+    prefix: Path, multi_accept: bool, port: int, backlog: int = 128, workers: int = 1,
+    accept_mutex: bool = False, reuseport: bool = False,
+) -> str:
+    """nginx.conf: ``workers`` worker processes (one: the access log off; several: each
+    request's worker pid logged, to count them per worker), epoll, the given multi_accept,
+    accept_mutex and reuseport, one static file."""
+    access_log = (
+        "access_log off;" if workers == 1 else
+        f"log_format pids '$pid';\n    access_log {prefix}/logs/access.log pids buffer=64k;"
+    )
     return f"""# written by acceptsim measure
-worker_processes 1;
+worker_processes {workers};
 daemon off;
 master_process on;
 pid {prefix}/nginx.pid;
@@ -208,11 +231,11 @@ worker_rlimit_nofile 20000;
 events {{
     use epoll;
     multi_accept {"on" if multi_accept else "off"};
-    accept_mutex off;
+    accept_mutex {"on" if accept_mutex else "off"};
     worker_connections 16384;
 }}
 http {{
-    access_log off;
+    {access_log}
     client_body_temp_path {prefix}/tmp/body;
     proxy_temp_path {prefix}/tmp/proxy;
     fastcgi_temp_path {prefix}/tmp/fastcgi;
@@ -221,7 +244,7 @@ http {{
     sendfile on;
     keepalive_timeout 65;
     server {{
-        listen {ADDRESS}:{port} backlog={backlog};
+        listen {ADDRESS}:{port} backlog={backlog}{" reuseport" if reuseport else ""};
         root {prefix}/html;
     }}
 }}
@@ -585,7 +608,9 @@ class Nginx:
         page.write_bytes(b"x" * self.plan.file_size_bytes)
         os.chmod(page, 0o644)
         conf = self.dir / "nginx.conf"
-        conf.write_text(nginx_conf(self.dir, self.plan.multi_accept, self.plan.port))
+        plan = self.plan
+        conf.write_text(nginx_conf(self.dir, plan.multi_accept, plan.port, workers=plan.workers,
+                                   accept_mutex=plan.accept_mutex, reuseport=plan.reuseport))
         log = str(self.dir / "logs" / "error.log")  # -e: not the compiled-in /var/log path
         argv = _pin(self.cpus, [self.nginx, "-p", str(self.dir), "-e", log, "-c", str(conf)])
         port_is_free(self.plan.port)
@@ -616,6 +641,7 @@ class Nginx:
                         f"nginx's master and worker are not both in {self.group.dir} "
                         f"(found pids {self.group.pids()})"
                     )
+                self._start_log()
                 return
             except urllib.error.HTTPError as exc:
                 raise HarnessError(f"nginx answered {url} with HTTP {exc.code}") from None
@@ -623,6 +649,44 @@ class Nginx:
                 if time.monotonic() > deadline:
                     raise HarnessError(f"nginx did not answer {url} within 10 s") from None
                 time.sleep(0.1)
+
+    def _start_log(self) -> None:
+        """Forget the start's probe: the per-worker counts begin with the load."""
+        self.log_offset = 0
+        path = self.dir / "logs" / "access.log"
+        if self.plan.workers > 1 and self.proc is not None:
+            self.proc.send_signal(signal.SIGUSR1)  # reopen: flushes the probe's line
+            time.sleep(0.3)
+            self.log_offset = path.stat().st_size if path.exists() else 0
+
+    def worker_requests(self) -> dict[int, int]:
+        """Requests per worker pid since the load began (several workers; the access log
+        flushed first); empty with one worker or no log (a stand-in nginx)."""
+        path = self.dir / "logs" / "access.log"
+        if self.plan.workers == 1 or self.proc is None:
+            return {}
+        self.proc.send_signal(signal.SIGUSR1)  # flush the workers' buffers
+        time.sleep(0.5)
+        if not path.exists():
+            return {}
+        counts: dict[int, int] = {}
+        with open(path, "rb") as log:
+            log.seek(self.log_offset)
+            for line in log:
+                text = line.strip()
+                if text.isdigit():
+                    counts[int(text)] = counts.get(int(text), 0) + 1
+        return counts
+
+    def worker_pids(self) -> list[int]:
+        """nginx's worker pids, in the order they were started (their pids' order)."""
+        if self.proc is None:
+            return []
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        try:
+            return sorted(int(p) for p in children.read_text().split())
+        except OSError:
+            return []
 
     def __exit__(self, *exc: object) -> None:
         with deferred_signals():  # a second Ctrl-C or kill does not cut the stop short
@@ -685,7 +749,11 @@ def run_httperfs(commands: list[list[str]], cpus: str, limit_s: float) -> list[s
 
 def run_dir_name(plan: Plan, rate: float, repeat: int) -> str:
     ma = "on" if plan.multi_accept else "off"
-    return f"{plan.server}-multi_accept-{ma}-rate-{rate:06.0f}-rep-{repeat}"
+    layout = ""
+    if plan.workers > 1:
+        way = "reuseport" if plan.reuseport else "mutex" if plan.accept_mutex else "shared"
+        layout = f"-workers-{plan.workers}-{way}"
+    return f"{plan.server}{layout}-multi_accept-{ma}-rate-{rate:06.0f}-rep-{repeat}"
 
 
 def measure(
@@ -751,14 +819,18 @@ def _measure_points(
                 )
                 cpu_after = group.throttled() if group else {}
                 after = snapshot(tools["nstat"])
+                pids = server.worker_pids()
+                per_worker = server.worker_requests()
             info = RunInfo(
                 label=f"{plan.server} multi_accept={'on' if plan.multi_accept else 'off'} "
                 f"{rate:g}/s #{repeat}",
                 server=ServerInfo(
                     name=plan.server,
                     version=version,
-                    worker_processes=1,
+                    worker_processes=plan.workers,
                     multi_accept=plan.multi_accept,
+                    accept_mutex=plan.accept_mutex,
+                    reuseport=plan.reuseport,
                     events="epoll",
                     backlog=128,
                     cpus=server_cpus,
@@ -787,6 +859,11 @@ def _measure_points(
             partial.mkdir()
             (partial / RUN_FILE).write_text(info.to_toml())
             (partial / HTTPERF_FILE).write_text("".join(outputs))
+            if per_worker or pids:  # every worker, in start order, with its requests
+                order = pids + sorted(set(per_worker) - set(pids))
+                (partial / WORKERS_FILE).write_text(
+                    "pid,requests\n" + "".join(f"{p},{per_worker.get(p, 0)}\n" for p in order)
+                )
             (partial / info.counters.before[0]).write_text(before)
             (partial / info.counters.after[0]).write_text(after)
             partial.rename(target)
@@ -798,8 +875,11 @@ def _measure_points(
                 periods = cpu_after["nr_periods"] - cpu_before["nr_periods"]
                 throttled = cpu_after["nr_throttled"] - cpu_before["nr_throttled"]
                 throttle = f", nginx throttled in {throttled} of {periods} CFS periods"
+            shares = ""
+            if r.get("worker_shares"):
+                shares = ", workers " + "/".join(f"{s:.2f}" for s in r["worker_shares"])
             log(
-                f"{name}: reply {r['reply_rate_per_s']:.0f}/s, "
+                f"{name}: reply {r['reply_rate_per_s']:.0f}/s{shares}, "
                 f"client-timo {r['client_timeouts_per_s']:.0f}/s, "
                 f"listen overflows {r['listen_overflows_per_s']:.0f}/s, "
                 f"test-duration {r['test_duration_s']:.1f} s, "

@@ -44,6 +44,9 @@ from acceptsim.measure.httperf import HttperfReport, read_httperf
 from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
 
 HTTPERF_FILE = "httperf.txt"
+#: a run's per-worker request counts (several workers): ``pid,requests`` lines, in the
+#: workers' start order
+WORKERS_FILE = "workers.csv"
 #: a run whose clients started fewer connections per second than this fraction of the
 #: target rate measured the clients (see MeasuredRun.client_limits)
 CLIENT_START_RATE_MIN = 0.95
@@ -56,6 +59,9 @@ class MeasuredRun:
     reports: tuple[HttperfReport, ...]
     counters_before: dict[str, int]
     counters_after: dict[str, int]
+    #: requests each worker served over the load, in the workers' start order (empty:
+    #: one worker, or not recorded)
+    worker_requests: tuple[int, ...] = ()
 
     @property
     def counter_deltas(self) -> dict[str, int]:
@@ -230,6 +236,12 @@ class MeasuredRun:
             "tcp_retrans_segs_per_s": counter_rate("TcpRetransSegs"),
         }
         record.update({f"errors.{k}": v for k, v in errors.items()})
+        record["accept_mutex"] = info.server.accept_mutex
+        record["reuseport"] = info.server.reuseport
+        counts = self.worker_requests
+        total = sum(counts)
+        record["worker_shares"] = [c / total for c in counts] if total else []
+        record["worker_imbalance"] = max(counts) * len(counts) / total if total else None
         return record
 
 
@@ -264,7 +276,24 @@ def load_run(directory: str | Path) -> MeasuredRun:
                 f"counter {name} went from {before.get(name, 0)} to {after.get(name, 0)}: a "
                 "later snapshot below an earlier one (swapped, truncated or another host's)",
             )  # fmt: skip
-    return MeasuredRun(directory, info, reports, before, after)
+    return MeasuredRun(directory, info, reports, before, after,
+                       read_worker_requests(directory / WORKERS_FILE))
+
+
+def read_worker_requests(path: Path) -> tuple[int, ...]:
+    """A run's ``workers.csv``: the requests per worker, in start order (empty if absent)."""
+    if not path.exists():
+        return ()
+    lines = path.read_text().splitlines()
+    if not lines or lines[0].strip() != "pid,requests":
+        raise ParseError(path, 1, "a header 'pid,requests'")
+    counts = []
+    for number, line in enumerate(lines[1:], start=2):
+        parts = line.split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ParseError(path, number, "pid,requests: two whole numbers")
+        counts.append(int(parts[1]))
+    return tuple(counts)
 
 
 #: how deep under the folder given :func:`find_runs` looks (a sweep's folder of runs, or a

@@ -70,6 +70,8 @@ class ServerInfo(Params):
     version: str = param("", unit="", doc="server version ('' = not recorded)")
     worker_processes: int = param(1, unit="processes", ge=1, doc="nginx worker_processes")
     multi_accept: bool = param(False, unit="", doc="nginx multi_accept (nginx's default: off)")
+    accept_mutex: bool = param(False, unit="", doc="nginx accept_mutex (default off since 1.11.3)")
+    reuseport: bool = param(False, unit="", doc="listen ... reuseport: a socket per worker")
     events: str = param("epoll", unit="", doc="event mechanism (nginx 'use')")
     backlog: int = param(128, unit="connections", ge=1, doc="listen(2) backlog asked for")
     cpus: str = param("", unit="", doc="CPU list the server was pinned to ('' = not pinned)")

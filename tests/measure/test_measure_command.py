@@ -336,3 +336,66 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
         with pytest.raises(HarnessError, match="in use"):
             with Nginx(plan(port=port), "", "/nonexistent/nginx"):
                 pass
+
+
+# -- several nginx workers ----------------------------------------------------------------------
+def _plan(**fields):  # type: ignore[no-untyped-def]
+    from acceptsim.measure.harness import Plan
+
+    base = dict(server="nginx", multi_accept=False, rates_per_s=(1000.0,), duration_s=2.0,
+                repeats=1, timeout_s=1.0, file_size_bytes=1024, port=18080,
+                spacing="poisson", processes=None, pause_s=0.0)
+    return Plan(**{**base, **fields})
+
+
+@pytest.mark.parametrize(("fields", "option"), [
+    ({"workers": 0}, "--workers"),
+    ({"workers": 65}, "--workers"),
+    ({"accept_mutex": True}, "--accept-mutex"),
+    ({"reuseport": True}, "--reuseport"),
+    ({"workers": 2, "accept_mutex": True, "reuseport": True}, "--accept-mutex"),
+])
+def test_worker_options_are_checked_before_anything_runs(fields: dict, option: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _plan(**fields)
+    assert err.value.field == option
+
+
+def test_several_workers_are_configured_and_counted(tmp_path: Path) -> None:
+    from acceptsim.measure.harness import nginx_conf, run_dir_name
+
+    conf = nginx_conf(tmp_path, False, 18080, workers=4, accept_mutex=True)
+    assert "worker_processes 4;" in conf and "accept_mutex on;" in conf
+    assert "log_format pids '$pid';" in conf and "access.log pids" in conf
+    assert " reuseport;" in nginx_conf(tmp_path, False, 18080, workers=4, reuseport=True)
+    one = nginx_conf(tmp_path, False, 18080)
+    assert "worker_processes 1;" in one and "access_log off;" in one and "reuseport" not in one
+    assert "workers-4-mutex" in run_dir_name(_plan(workers=4, accept_mutex=True), 1000.0, 1)
+    assert "workers" not in run_dir_name(_plan(), 1000.0, 1)
+
+
+def test_a_runs_worker_counts_give_its_shares_and_its_model(tmp_path: Path) -> None:
+    import shutil
+
+    from acceptsim.measure.calibrate import config_for
+    from acceptsim.measure.run import WORKERS_FILE, load_run
+    from acceptsim.models.costs import CLUSTER1
+
+    source = Path(__file__).resolve().parents[1] / "data" / "measured" / "nginx-loopback-quota"
+    run_dir = tmp_path / "run"
+    shutil.copytree(sorted(p for p in source.iterdir() if p.is_dir())[0], run_dir)
+    text = (run_dir / "run.toml").read_text().replace(
+        "worker_processes = 1", "worker_processes = 4\naccept_mutex = true")
+    (run_dir / "run.toml").write_text(text)
+    (run_dir / WORKERS_FILE).write_text("pid,requests\n10,600\n11,200\n12,100\n13,100\n")
+    record = load_run(run_dir).record()
+    assert record["worker_shares"] == [0.6, 0.2, 0.1, 0.1]
+    assert record["worker_imbalance"] == pytest.approx(2.4)
+    config = config_for(load_run(run_dir), CLUSTER1)
+    assert (config.cpus, config.workers, config.listen, config.wakeup) == (4, 4, "shared",
+                                                                           "mutex")
+    (run_dir / WORKERS_FILE).write_text("pid;requests\n")
+    from acceptsim.measure.errors import ParseError
+
+    with pytest.raises(ParseError):
+        load_run(run_dir)
