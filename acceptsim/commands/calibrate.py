@@ -106,6 +106,13 @@ def main_validate(args: argparse.Namespace) -> int:
             f"{err_text}  {m['listen_overflows_per_s']:7.0f} / "
             f"{p['listen_overflows_per_s']:.0f}{flag}"
         )
+    for row in report["runs"]:
+        if row["worker_share_error_pp"] is not None:
+            m, p = row["measured"]["worker_shares"], row["predicted"]["worker_shares"]
+            print(f"{row['run']:48s} workers' shares measured "
+                  + "/".join(f"{s:.2f}" for s in m) + ", predicted "
+                  + "/".join(f"{s:.2f}" for s in p)
+                  + f" (largest gap {row['worker_share_error_pp']:.1f} points)")
     for item in report["excluded"]:
         print(f"excluded {item['run']}: {item['reason']}")
     mape = report["mape_reply_rate"]
@@ -116,6 +123,9 @@ def main_validate(args: argparse.Namespace) -> int:
     parts = ", ".join(f"multi_accept {k}: {v:.1f}%" for k, v in by.items() if v is not None)
     print(f"mean absolute % error of reply rate: {mape:.1f}% over {report['runs_in_mape']} "
           f"runs ({parts})")
+    if report["worker_share_error_pp_max"] is not None:
+        print("largest gap between a measured and a predicted worker's share: "
+              f"{report['worker_share_error_pp_max']:.1f} percentage points")
     d = report["direction"]
     if d["rates"]:
         print(f"\nreply rate off minus on, per rate (noise: {d['noise_sigmas']:g} standard "

@@ -231,6 +231,7 @@ def validate(
     predicted = predict(runs, costs, seed=seed, jobs=jobs)
     rows = []
     errors: dict[str, list[float]] = {"on": [], "off": []}
+    share_errors: list[float] = []
     excluded = []
     for run, pred in zip(runs, predicted, strict=True):
         rec = run.record()
@@ -247,6 +248,10 @@ def validate(
         elif not reasons:
             reasons = ["no replies measured (no reply-rate error defined)"]
         setting = "on" if run.info.server.multi_accept else "off"
+        shares = worker_shares(rec, pred)
+        if shares is not None:
+            predicted_row["worker_shares"] = shares[1]
+            measured["worker_shares"] = shares[0]
         rows.append(
             {
                 "run": run.path.name,
@@ -258,12 +263,15 @@ def validate(
                 "measured": measured,
                 "predicted": predicted_row,
                 "reply_rate_error_pct": error,
+                "worker_share_error_pp": shares[2] if shares is not None else None,
             }
         )
         if reasons:
             excluded.append({"run": run.path.name, "reason": "; ".join(reasons)})
         elif error is not None:
             errors[setting].append(abs(error))
+            if shares is not None:
+                share_errors.append(shares[2])
     everything = errors["on"] + errors["off"]
     return {
         "runs": rows,
@@ -274,7 +282,27 @@ def validate(
         },
         "excluded": excluded,
         "direction": direction(rows),
+        # several workers: the largest gap between a measured and a predicted share
+        "worker_share_error_pp_max": max(share_errors) if share_errors else None,
     }
+
+
+def worker_shares(
+    measured: dict[str, Any], predicted: dict[str, Any]
+) -> tuple[list[float], list[float], float] | None:
+    """A run of several workers: its measured shares of the requests and the predicted
+    shares of the replies, each from the largest down (which pid is which simulated
+    worker is not known), and the largest gap between them, in percentage points; None
+    for a run of one worker or without counts."""
+    measured_shares = measured.get("worker_shares") or []
+    workers = predicted.get("per_worker") or []
+    total = sum(w["replies_per_s"] for w in workers)
+    if len(measured_shares) < 2 or len(workers) != len(measured_shares) or not total:
+        return None
+    ours = sorted((w["replies_per_s"] / total for w in workers), reverse=True)
+    theirs = sorted(measured_shares, reverse=True)
+    gap = max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) * 100.0
+    return theirs, ours, gap
 
 
 def direction(rows: Sequence[dict[str, Any]], noise_sigmas: float = 2.0) -> dict[str, Any]:

@@ -399,3 +399,14 @@ def test_a_runs_worker_counts_give_its_shares_and_its_model(tmp_path: Path) -> N
 
     with pytest.raises(ParseError):
         load_run(run_dir)
+
+
+def test_worker_shares_are_compared_largest_to_largest() -> None:
+    from acceptsim.measure.calibrate import worker_shares
+
+    measured = {"worker_shares": [0.2, 0.8]}
+    predicted = {"per_worker": [{"replies_per_s": 700.0}, {"replies_per_s": 300.0}]}
+    theirs, ours, gap = worker_shares(measured, predicted)
+    assert theirs == [0.8, 0.2] and ours == [0.7, 0.3] and gap == pytest.approx(10.0)
+    assert worker_shares({"worker_shares": []}, predicted) is None
+    assert worker_shares(measured, {"per_worker": [{"replies_per_s": 1.0}]}) is None
