@@ -107,7 +107,11 @@ class SharedListen:
         worker.acceptor.notified = bool(self.listen.accept_queue)
 
     def readable(self, conn: Connection) -> None:
-        conn.owner.readable(conn)
+        owner = conn.owner
+        # (None: accept() is delivering the client's FIN as it takes the connection; the
+        # accepting worker looks at it once the call returns)
+        if owner is not None:
+            owner.readable(conn)
 
     def accept_ready(self) -> None:
         """(Every connection queued is announced by :meth:`queued`.)"""

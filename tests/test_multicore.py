@@ -439,3 +439,17 @@ def test_haproxy_hands_connections_to_threads_by_its_multi_queue() -> None:
     # at most maxaccept (the accept-limit) connections a wake-up
     for w in on["per_worker"]:
         assert w["accepts_per_phase"] is None or w["accepts_per_phase"] <= 4
+
+
+@pytest.mark.parametrize("wakeup", ["exclusive", "all", "mutex"])
+def test_clients_gone_before_their_connection_is_accepted(wakeup: str) -> None:
+    """Overload, a short client timeout and a CPU quota: accept() takes connections
+    whose clients have given up (their FIN comes with the call); every worker and layout
+    keeps its books (the invariants above) and serves the rest."""
+    config = RunConfig.from_dict({
+        "server": "nginx", "cpus": 2, "wakeup": wakeup, "rate_per_s": 6000.0,
+        "timeout_s": 0.2, "cpu_quota": 0.1, "cpu_period_s": 0.01, "duration_s": 2.0,
+        "warmup_s": 0.5, "kernel": "linux-modern", "seed": 4})
+    record = Host(config).run()
+    assert record["connections"]["timed_out"] > 0
+    assert record["reply_rate_per_s"] > 500
