@@ -40,7 +40,10 @@ def test_minimal_file_takes_documented_defaults() -> None:
 def test_recorded_files_validate_and_round_trip(run_dir: Path) -> None:
     info = read_run_info(run_dir / "run.toml")
     assert info.server.name == "nginx" and info.server.backlog == 128
-    assert info.server.worker_processes == 1 and info.server.events == "epoll"
+    # one worker, or as many as the run's name says (acceptsim measure --workers N)
+    workers = int(run_dir.name.split("workers-")[1].split("-")[0]) if "workers-" in run_dir.name \
+        else 1
+    assert info.server.worker_processes == workers and info.server.events == "epoll"
     assert info.load.address == "127.0.0.1"
     again = parse_run_info(tomllib.loads(info.to_toml()))
     assert again == info
