@@ -120,3 +120,42 @@ def test_a_run_leaves_no_cyclic_garbage(server: str, workload: str) -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@st.composite
+def several_workers_or_closed_loop(draw: st.DrawFn) -> RunConfig:
+    """Hosts of several CPUs (every server that runs on several workers, both socket
+    layouts) and closed-loop clients, alone or together."""
+    from acceptsim.models.servers.registry import SERVERS
+
+    server = draw(st.sampled_from(["userver", "nginx", "prefork", "haproxy"]))
+    cpus = draw(st.integers(1, 4))
+    users = draw(st.sampled_from([0, 0, 5, 150]))
+    quota = draw(st.sampled_from([0.0, 0.0, 0.3]))
+    return RunConfig(
+        server=server, cpus=cpus, listen=draw(st.sampled_from(["shared", "reuseport"])),
+        wakeup=draw(st.sampled_from(list(SERVERS[server].wakeups))),
+        cpu_quota=quota, cpu_period_s=0.01,
+        cpu_quota_scope=draw(st.sampled_from(["server", "worker"])),
+        accept_limit=draw(st.sampled_from([1, 4, math.inf])),
+        rate_per_s=draw(st.floats(500, 60000)), concurrency=users,
+        keepalive=bool(users) and draw(st.booleans()),
+        timeout_s=draw(st.floats(0.3, 5.0)), duration_s=draw(st.floats(0.6, 1.2)),
+        warmup_s=draw(st.one_of(st.just(0.0), st.floats(1e-6, 0.4))),
+        seed=draw(st.integers(0, 2**32)),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=several_workers_or_closed_loop())
+def test_several_workers_and_closed_loops_keep_every_invariant(config: RunConfig) -> None:
+    r = simulate(config)
+    c = r["connections"]
+    assert c["attempted"] == c["completed"] + c["timed_out"] + c["in_flight_at_end"]
+    if config.concurrency:  # a closed loop never has more connections than users
+        assert c["in_flight_at_end"] <= config.concurrency
+    q = r["queues"]
+    assert q["accept_queue_max"] <= q["accept_queue_capacity"]
+    assert sum(r["cpu_share"].values()) == pytest.approx(config.cpus, abs=1e-9)
+    if r["accept_phases_per_s"]:
+        assert r["accepts_per_phase"] <= config.accept_limit
