@@ -69,7 +69,7 @@ class Host:
             #: every listening socket (one per worker with reuseport)
             self.listens = [self.listen]
             self.client.connect(self.listen)
-            self.policy = policy = self._policy_for_worker(policy)
+            self.policy = policy = self.policy_for_worker(policy)
             host = ServerHost(env, self.cpu, self.listen, self.client, config.costs)
             self.server = spec.cls(host, server_params, policy)
             #: the workers (the server itself on one)
@@ -98,15 +98,13 @@ class Host:
                 config.timeseries_interval_s, config.duration_s,
             )  # fmt: skip
 
-    def _policy_for_worker(self, policy: Any) -> Any:
+    def policy_for_worker(self, policy: Any) -> Any:
         """A policy for one worker: ``config.policy`` built, or the run's own policy
         (a class or factory is called: a fresh policy each)."""
         config = self.config
         if policy is None:
             return policies.build(config.policy, config.accept_limit)
-        if isinstance(policy, type) or (callable(policy) and not hasattr(policy, "accept_limit")):
-            return policy()
-        return policy
+        return policy() if policies.is_factory(policy) else policy
 
     def snapshot(self) -> dict[str, Any]:
         """The counters a window is measured by, now (:func:`acceptsim.models.record.measure`)."""

@@ -50,6 +50,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from acceptsim.models import policies
 from acceptsim.models.kernel import REUSEPORT_SECRET, ListenSocket, flow_hash
 from acceptsim.models.servers.base import (
     WAKE_ALL,
@@ -231,14 +232,6 @@ class Workers:
         """The server's own measures are per worker: none for the sum."""
         return {}
 
-    @property
-    def open(self) -> int:
-        return sum(w.open for w in self.workers)
-
-    @property
-    def work_queue_len(self) -> int:
-        return sum(w.work_queue_len for w in self.workers)
-
 
 def sum_dicts(dicts: list[dict[str, Any]]) -> dict[str, Any]:
     """Dictionaries of numbers with the same keys, added key by key."""
@@ -255,9 +248,7 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
     config = host.config
     env, client, cpus = host.env, host.client, host.cpus
     n = config.workers
-    if n > 1 and policy is not None and not (
-        isinstance(policy, type) or (callable(policy) and not hasattr(policy, "accept_limit"))
-    ):
+    if n > 1 and policy is not None and not policies.is_factory(policy):
         raise ConfigError("policy", policy, "a policy class or factory with several workers "
                           "(each worker binds a policy of its own)")
 
@@ -275,7 +266,7 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
     for i in range(n):
         listen = listens[i] if reuseport else listens[0]
         worker_host = ServerHost(env, cpus[i], listen, client, config.costs, i, wakeup)
-        workers.append(spec.cls(worker_host, server_params, host._policy_for_worker(policy)))
+        workers.append(spec.cls(worker_host, server_params, host.policy_for_worker(policy)))
     if wakeup != WAKE_ALONE:
         SharedListen(listens[0], workers, wakeup)
     if spec.share is not None:  # state the server's workers share (haproxy's listener)

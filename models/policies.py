@@ -1023,6 +1023,12 @@ class StaticBound(BoundPolicy):
         return self.static_limit
 
 
+def is_factory(policy: Any) -> bool:
+    """Is ``policy`` a class or a zero-argument factory (called for a fresh policy per
+    run, or per worker), rather than a policy object?"""
+    return isinstance(policy, type) or (callable(policy) and not hasattr(policy, "accept_limit"))
+
+
 def bind(policy: Any, server: ServerState) -> BoundPolicy:
     """``policy`` bound to ``server``: what the server model calls."""
     if type(policy) is StaticLimit:  # exactly: a subclass may decide otherwise

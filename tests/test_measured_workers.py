@@ -4,7 +4,7 @@ the model with the one-worker runs' costs and nothing fitted to the workers' run
 Each layout's reply rates within a MAPE of 10%.  The workers' shares of the requests:
 within 10 points of the prediction, run by run, for the shared socket (EPOLLEXCLUSIVE
 with nginx 1.22.1's re-adding of the socket every 16 accept events) and reuseport; the
-model without the re-adding (nginx before 1.21.6) would put 90% on one worker where the
+model without the re-adding (nginx before 1.21.6) would put 95% on one worker where the
 measured shares are even.  The accept mutex is the known miss: on this testbed all the
 workers share one CPU, so the holder keeps the mutex while the others cannot run, where
 the model gives each worker a CPU of its own (strict xfail: a fix makes it pass).

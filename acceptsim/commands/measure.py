@@ -4,6 +4,7 @@ write measured-run directories (see ``acceptsim.measure``)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from acceptsim.measure.errors import ParseError
 from acceptsim.measure.harness import DEFAULT_CPU_PERIOD_US, HarnessError, Plan, measure
 from acceptsim.sim.errors import ConfigError
 
+#: the Plan's defaults for the options left out (one declaration: the Plan's fields)
+PLAN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Plan)}
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -44,11 +47,13 @@ def add_parser(subparsers: Any) -> None:
                    help="CFS period of that quota in microseconds, 1000-1000000 (default: "
                    f"{DEFAULT_CPU_PERIOD_US}, or longer if needed for the kernel's 1 ms minimum "
                    "quota; short, so throttling stalls last ms, not 100 ms)")
-    p.add_argument("--workers", default="1",
-                   help="nginx worker_processes (default 1); with several, each request's "
-                   "worker is counted from the access log (workers.csv in each run)")
-    p.add_argument("--accept-mutex", default="off",
-                   help="nginx accept_mutex with several workers: on or off (default off)")
+    p.add_argument("--workers", default=None,
+                   help=f"nginx worker_processes (default {PLAN_DEFAULTS['workers']}); with "
+                   "several, each request's worker is counted from the access log "
+                   "(workers.csv in each run)")
+    p.add_argument("--accept-mutex", default=None,
+                   help="nginx accept_mutex with several workers: on or off (default "
+                   f"{'on' if PLAN_DEFAULTS['accept_mutex'] else 'off'})")
     p.add_argument("--reuseport", action="store_true",
                    help="listen ... reuseport: a listening socket per worker")
     p.add_argument("--out", required=True, help="directory for the run directories")
@@ -83,8 +88,11 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
             if args.server_cpu_quota is not None
             else None
         ),
-        workers=parse_int("--workers", args.workers),
-        accept_mutex=on_off("--accept-mutex", args.accept_mutex),
+        # left out: the Plan's own default (declared once, in the harness)
+        workers=(parse_int("--workers", args.workers) if args.workers is not None
+                 else PLAN_DEFAULTS["workers"]),
+        accept_mutex=(on_off("--accept-mutex", args.accept_mutex)
+                      if args.accept_mutex is not None else PLAN_DEFAULTS["accept_mutex"]),
         reuseport=args.reuseport,
         server_cpu_period_us=(
             parse_int("--server-cpu-period", args.server_cpu_period)
