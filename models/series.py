@@ -3,6 +3,14 @@ the interval, queue lengths and the accept policy's last decisions.
 
 The rows are sampled by a call the engine makes every interval; the record keeps them
 as one list per column (:data:`COLUMNS`).  ``acceptsim.timeseries`` plots them.
+
+Some columns have the names of a measured run's time series
+(:mod:`acceptsim.measure.series`, ``timeseries.csv``) because they mean the same:
+``reply_rate_per_s``, ``accept_queue_len``, the CFS counters ``throttled_periods``,
+``throttled_ms`` and ``usage_ms`` (per interval, as ``cpu.stat`` counts them; None
+without a CPU quota), the kernel's ``listen_overflows_per_s`` and
+``listen_drops_per_s`` (``TcpExtListenOverflows`` and ``TcpExtListenDrops``, as the
+record's ``nstat_per_s`` names them) and ``server_cpu_busy_ms``.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ import math
 from typing import Any
 
 from acceptsim.models.client import Client
+from acceptsim.sim.cpu import Cpu
 from acceptsim.sim.engine import Environment
 from acceptsim.sim.results import summary_ms
 
@@ -21,6 +30,13 @@ COLUMNS = (
     "open_connections", "accept_limit", "work_budget_s",
     # the response times of the interval's replies (None: no reply) and its client timeouts
     "response_time_p50_ms", "response_time_p99_ms", "client_timeouts_per_s",
+    # the server's CFS bandwidth limit over the interval (None: no CPU quota): periods in
+    # which it was throttled, ms throttled, ms of CPU its tasks used (cpu.stat's counters;
+    # with a cgroup per worker, added up)
+    "throttled_periods", "throttled_ms", "usage_ms",
+    # the kernel's counters as nstat names them (TcpExtListenOverflows, TcpExtListenDrops;
+    # every listening socket) and the ms the server's CPUs were busy (tasks and kernel)
+    "listen_overflows_per_s", "listen_drops_per_s", "server_cpu_busy_ms",
 )  # fmt: skip
 
 #: a sample may land this close past the run's end (float noise of summed intervals)
@@ -55,7 +71,47 @@ class TimeSeries:
         self._last = (0, 0, 0, 0)
         #: the client's response times and timeouts counted at the last sample
         self._client_last = (0, 0)
+        #: the CFS limits (one per worker's cgroup, or one shared: each once) and the CPUs
+        #: whose tasks they limit; none without a CPU quota
+        cpus: list[Cpu] = list(env.cpus)
+        self._cpus = cpus
+        self._limited = [cpu for cpu in cpus if cpu.bandwidth is not None]
+        limits: dict[int, Any] = {}
+        for cpu in self._limited:
+            limit = getattr(cpu.bandwidth, "group", cpu.bandwidth)  # a shared group's member
+            limits.setdefault(id(limit), limit)
+        self._limits = list(limits.values())
+        #: the listening sockets (each once), found at the first sample, when every worker
+        #: is built
+        self._listens: list[Any] | None = None
+        #: CFS counters, kernel counters and CPU seconds at the last sample
+        self._kernel_last = self._kernel_counters()
         self._call = env.call_in(interval_s, self._sample)
+
+    def _kernel_counters(self) -> tuple[float, ...]:
+        """Cumulative: throttled periods, seconds throttled, seconds the limited tasks
+        used, ListenOverflows, ListenDrops, and seconds the CPUs were busy."""
+        periods, throttled = 0, 0.0
+        for limit in self._limits:
+            counts = limit.counters()
+            periods += int(counts["throttled_periods"])
+            throttled += counts["throttled_s"]
+        used = sum(cpu.task_seconds() for cpu in self._limited)
+        busy = sum(sum(cpu.usage().values()) for cpu in self._cpus)
+        overflows = drops = 0
+        for listen in self._listens or ():
+            counts = listen.drop_counts()
+            overflows += counts["accept_q_full"] + counts["listen_overflow"]
+            drops += sum(counts.values())
+        return periods, throttled, used, overflows, drops, busy
+
+    def _find_listens(self) -> list[Any]:
+        """Every worker's listening socket, each once (one shared socket, or one each with
+        reuseport); read from the workers' views (a view's socket is its ``_listen``)."""
+        found: dict[int, Any] = {}
+        for view in self.bound.view.workers:
+            found.setdefault(id(view._listen), view._listen)
+        return list(found.values())
 
     def _sample(self, _: object) -> None:
         """One row: rates over the interval just ended, queue lengths and the policy's
@@ -78,13 +134,26 @@ class TimeSeries:
         latency = summary_ms(times[first:])
         profile = client.rate_profile
         target = self.rate_per_s if profile is None else profile.rate_at(now - interval / 2)
+        if self._listens is None:  # the first sample: the kernel counters so far are all new
+            self._listens = self._find_listens()
+        before = self._kernel_last
+        after = self._kernel_counters()
+        self._kernel_last = after
+        if self._limits:
+            periods: Any = after[0] - before[0]
+            throttled_ms: Any = 1e3 * (after[1] - before[1])
+            usage_ms: Any = 1e3 * (after[2] - before[2])
+        else:  # no CPU quota: these do not apply
+            periods = throttled_ms = usage_ms = None
         row = (
             now, target, (replies - last[0]) / interval, (drops - last[1]) / interval,
             (accepts - last[2]) / interval, (phases - last[3]) / interval,
             view.accept_queue_len, view.syn_queue_len, view.work_queue_len,
             view.open_connections, finite_or_none(self.bound.last_limit),
             finite_or_none(self.bound.last_budget_s), latency["p50"], latency["p99"],
-            (timeouts - timeouts_before) / interval,
+            (timeouts - timeouts_before) / interval, periods, throttled_ms, usage_ms,
+            (after[3] - before[3]) / interval, (after[4] - before[4]) / interval,
+            1e3 * (after[5] - before[5]),
         )  # fmt: skip
         columns = self.columns
         for key, value in zip(COLUMNS, row, strict=True):
