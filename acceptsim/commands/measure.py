@@ -56,6 +56,11 @@ def add_parser(subparsers: Any) -> None:
                    f"{'on' if PLAN_DEFAULTS['accept_mutex'] else 'off'})")
     p.add_argument("--reuseport", action="store_true",
                    help="listen ... reuseport: a listening socket per worker")
+    p.add_argument("--sample-interval", default=None,
+                   help="seconds between the samples of each run's time series "
+                   f"(timeseries.csv: replies, accept queue, CFS throttling, kernel counters, "
+                   f"the server CPU's time; default {PLAN_DEFAULTS['sample_interval_s']:g}; "
+                   "0: none)")
     p.add_argument("--out", required=True, help="directory for the run directories")
     p.set_defaults(main=main)
 
@@ -94,6 +99,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         accept_mutex=(on_off("--accept-mutex", args.accept_mutex)
                       if args.accept_mutex is not None else PLAN_DEFAULTS["accept_mutex"]),
         reuseport=args.reuseport,
+        sample_interval_s=(parse_number("--sample-interval", args.sample_interval)
+                           if args.sample_interval is not None
+                           else PLAN_DEFAULTS["sample_interval_s"]),
         server_cpu_period_us=(
             parse_int("--server-cpu-period", args.server_cpu_period)
             if args.server_cpu_period is not None

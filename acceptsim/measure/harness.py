@@ -8,6 +8,11 @@ the run completed.  However a measure ends (an error, SIGINT, or SIGTERM, which
 the CLI raises as an exception), the processes it started (nginx's master and
 worker, every httperf) are killed and the cgroup of ``--server-cpu-quota`` (v2
 or v1) is removed.
+
+While the load runs, a :class:`Sampler` thread pinned to the clients' CPUs reads the
+kernel's counters, the listening socket's accept queue, nginx's cgroup and the server
+CPU's time every ``--sample-interval``; with nginx's access log (always written, with
+``$msec``) they become the run's ``timeseries.csv`` (:mod:`acceptsim.measure.series`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import platform
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -37,7 +43,17 @@ from acceptsim.measure.runfile import (
     KernelInfo,
     LoadInfo,
     RunInfo,
+    SeriesInfo,
     ServerInfo,
+)
+from acceptsim.measure.series import (
+    LOG_FORMAT,
+    NETSTAT_COLUMNS,
+    TIMESERIES_FILE,
+    LogLine,
+    parse_access_log,
+    rows_from_samples,
+    write_timeseries,
 )
 from acceptsim.sim.errors import ConfigError
 
@@ -72,6 +88,12 @@ CGROUP_RMDIR_WAIT_S = 5.0
 #: lengthened when needed so that the quota itself is at least the kernel's 1 ms minimum
 DEFAULT_CPU_PERIOD_US = 2000
 MIN_CPU_QUOTA_US = 1000
+#: the time series' sampling interval, when it is not 0 (--sample-interval): not so short
+#: that the sampler's own CPU time or /proc/stat's 10 ms ticks dominate
+MIN_SAMPLE_INTERVAL_S = 0.01
+MAX_SAMPLE_INTERVAL_S = 60.0
+#: how long the access log takes to reach its file once nginx is asked to reopen it
+LOG_FLUSH_WAIT_S = 0.5
 
 
 def default_cpu_period_us(quota_cpus: float) -> int:
@@ -110,6 +132,7 @@ class Plan:
     workers: int = 1  # nginx worker_processes
     accept_mutex: bool = False  # nginx accept_mutex (several workers on a shared socket)
     reuseport: bool = False  # listen ... reuseport: a socket per worker
+    sample_interval_s: float = 0.1  # timeseries.csv's sampling interval (s); 0: none
 
     def __post_init__(self) -> None:
         if self.server != "nginx":
@@ -143,6 +166,11 @@ class Plan:
             raise ConfigError("--processes", self.processes, f"1 to {MAX_PROCESSES}")
         if not (0 <= self.pause_s <= 60):
             raise ConfigError("--pause", self.pause_s, "0 to 60 s")
+        if not (self.sample_interval_s == 0
+                or MIN_SAMPLE_INTERVAL_S <= self.sample_interval_s <= MAX_SAMPLE_INTERVAL_S):
+            raise ConfigError("--sample-interval", self.sample_interval_s,
+                              f"0 (no time series) or {MIN_SAMPLE_INTERVAL_S:g} to "
+                              f"{MAX_SAMPLE_INTERVAL_S:g} s")
         if not (1 <= self.workers <= MAX_WORKERS):
             raise ConfigError("--workers", self.workers, f"1 to {MAX_WORKERS} processes")
         if (self.accept_mutex or self.reuseport) and self.workers == 1:
@@ -214,12 +242,13 @@ def nginx_conf(
     prefix: Path, multi_accept: bool, port: int, backlog: int = 128, workers: int = 1,
     accept_mutex: bool = False, reuseport: bool = False,
 ) -> str:
-    """nginx.conf: ``workers`` worker processes (one: the access log off; several: each
-    request's worker pid logged, to count them per worker), epoll, the given multi_accept,
-    accept_mutex and reuseport, one static file."""
+    """nginx.conf: ``workers`` worker processes, epoll, the given multi_accept, accept_mutex
+    and reuseport, one static file; each request logged, buffered, with when it was logged,
+    its request time, its worker's pid and its status (:data:`~acceptsim.measure.series.
+    LOG_FORMAT`: the time series' replies and each worker's requests)."""
     access_log = (
-        "access_log off;" if workers == 1 else
-        f"log_format pids '$pid';\n    access_log {prefix}/logs/access.log pids buffer=64k;"
+        f"log_format timing {LOG_FORMAT};\n"
+        f"    access_log {prefix}/logs/access.log timing buffer=64k flush=1s;"
     )
     return f"""# written by acceptsim measure
 worker_processes {workers};
@@ -526,6 +555,30 @@ class CpuQuota:
             out["throttled_us"] = raw["throttled_time"] // 1000
         return out
 
+    def usage_us(self) -> int:
+        """CPU time the group's processes used, in microseconds: ``cpu.stat``'s
+        ``usage_usec`` (v2), else ``cpuacct.usage`` where cpuacct shares the v1 hierarchy,
+        else the sum of the ``/proc/TID/schedstat`` run times of its tasks (time of tasks
+        that have exited is not in it: nginx's master and workers run throughout)."""
+        if self.version == 2:
+            for line in (self.dir / "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value)
+            raise OSError(f"{self.dir / 'cpu.stat'} has no usage_usec")
+        acct = self.dir / "cpuacct.usage"
+        if acct.exists():
+            return int(acct.read_text()) // 1000
+        tasks = self.dir / "tasks"
+        ids = (tasks if tasks.exists() else self.dir / "cgroup.procs").read_text().split()
+        total_ns = 0
+        for tid in ids:
+            try:
+                total_ns += int(Path(f"/proc/{tid}/schedstat").read_text().split()[0])
+            except (OSError, IndexError, ValueError):  # exited meanwhile
+                pass
+        return total_ns // 1000
+
     def _empty(self) -> None:
         """Kill every process left in the group (only the harness's nginx runs there),
         then move any that is still listed back to the root group."""
@@ -572,6 +625,222 @@ class CpuQuota:
                     f"{left}, {CGROUP_RMDIR_WAIT_S:g} s after they were killed); remove it "
                     f"with rmdir {self.dir} once they have exited"
                 )
+
+
+# -- the time series' sampler ------------------------------------------------------------------
+PROC = Path("/proc")
+#: sock_diag (netlink) constants: the listening sockets' queues as ``ss -ltn`` reads them
+NETLINK_SOCK_DIAG = 4
+SOCK_DIAG_BY_FAMILY = 20
+NLM_F_REQUEST_DUMP = 0x1 | 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+TCP_LISTEN = 10
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """A taskset CPU list (``0``, ``1,3``, ``0-2,5``) as CPU numbers; ValueError if bad."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        cpus.extend(range(int(first), int(last) + 1) if dash else [int(first)])
+    return cpus
+
+
+def read_netstat(proc: Path = PROC) -> dict[str, int]:
+    """The sampled kernel counters (:data:`~acceptsim.measure.series.NETSTAT_COLUMNS`) from
+    ``/proc/net/netstat``, read directly (no nstat process: cheap enough every 100 ms)."""
+    wanted = set(NETSTAT_COLUMNS)
+    found: dict[str, int] = {}
+    lines = (proc / "net" / "netstat").read_text().splitlines()
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        section, _, keys = names.partition(":")
+        vsection, _, numbers = values.partition(":")
+        if section != vsection:
+            raise ValueError(f"{proc / 'net' / 'netstat'}: {section!r} and {vsection!r} lines "
+                             "do not pair")
+        for key, value in zip(keys.split(), numbers.split(), strict=False):
+            if section + key in wanted:
+                found[section + key] = int(value)
+    return found
+
+
+def read_cpu_ticks(cpus: str, proc: Path = PROC) -> dict[str, int]:
+    """The server's CPUs' time in ticks of 1/USER_HZ from ``/proc/stat``: ``user_ticks``
+    (user + nice), ``system_ticks``, ``softirq_ticks`` and ``busy_ticks`` (user, nice,
+    system, irq, softirq), added up over ``cpus`` (a taskset list; "": every CPU)."""
+    names = {"cpu"} if not cpus else {f"cpu{n}" for n in parse_cpu_list(cpus)}
+    out = {"user_ticks": 0, "system_ticks": 0, "softirq_ticks": 0, "busy_ticks": 0}
+    seen = 0
+    for line in (proc / "stat").read_text().splitlines():
+        fields = line.split()
+        if not fields or fields[0] not in names:
+            continue
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
+        out["user_ticks"] += user + nice
+        out["system_ticks"] += system
+        out["softirq_ticks"] += softirq
+        out["busy_ticks"] += user + nice + system + irq + softirq
+        seen += 1
+    if seen != len(names):
+        raise ValueError(f"{proc / 'stat'} lacks some of {', '.join(sorted(names))}")
+    return out
+
+
+def listen_queue_netlink(port: int) -> int:
+    """The accept queues of every TCP listener on ``port`` (IPv4), added up: sock_diag's
+    ``idiag_rqueue`` of a listening socket, what ``ss -ltn`` shows as Recv-Q."""
+    request = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0,
+                          1 << TCP_LISTEN) + bytes(48)  # fmt: skip
+    header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY,
+                         NLM_F_REQUEST_DUMP, 1, 0)  # fmt: skip
+    total = 0
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as sock:
+        sock.settimeout(1.0)
+        sock.sendto(header + request, (0, 0))
+        while True:
+            data = sock.recv(65536)
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, offset)
+                if kind == NLMSG_DONE:
+                    return total
+                if kind == NLMSG_ERROR:
+                    (code,) = struct.unpack_from("=i", data, offset + 16)
+                    raise OSError(-code, f"sock_diag: {os.strerror(-code)}")
+                body = offset + 16
+                (sport,) = struct.unpack_from(">H", data, body + 4)
+                (rqueue,) = struct.unpack_from("=I", data, body + 56)
+                if sport == port:
+                    total += rqueue
+                if length < 16:
+                    raise OSError(f"sock_diag: a message of {length} bytes")
+                offset += (length + 3) & ~3
+
+
+def parse_ss_listen(text: str, port: int) -> int:
+    """The Recv-Q of ``ss -ltnH`` lines whose local port is ``port``, added up."""
+    total = 0
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[3].rpartition(":")[2] == str(port):
+            total += int(fields[1])
+    return total
+
+
+def listen_queue_ss(port: int) -> int:
+    """The accept queue as ``ss -ltnH sport = :PORT`` shows it (where sock_diag sockets
+    cannot be opened: a process per sample)."""
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True,
+                         timeout=5, check=True)  # fmt: skip
+    return parse_ss_listen(out.stdout, port)
+
+
+def accept_queue_reader(port: int) -> Callable[[], dict[str, float]]:
+    """A sampler source: the listening socket's accept queue, through sock_diag, or
+    ``ss`` if sock_diag fails at the first try."""
+    try:
+        listen_queue_netlink(port)
+        read = listen_queue_netlink
+    except OSError:
+        read = listen_queue_ss
+    return lambda: {"accept_queue_len": read(port)}
+
+
+class Sampler:
+    """Samples the testbed every ``interval_s`` in a thread of its own while the load runs.
+
+    ``sources``: name -> a function returning some of the values a sample holds (see
+    :func:`~acceptsim.measure.series.rows_from_samples`).  Each sample records the
+    time it was taken (``wall_s``, Unix time as nginx's ``$msec``): the actual time,
+    the schedule being only its target (a late sample is not made up; the next keeps
+    to the schedule).  The first sample is taken when :meth:`start` returns, the last by
+    :meth:`stop`.  A source that fails (a file gone, sock_diag refused) is read no more
+    and :attr:`failed` says why; its columns are empty from then on.  The thread runs on
+    ``cpus`` (a taskset list; "": where it is), so that it takes no time from the server;
+    :attr:`cpu_s` is the CPU time it used.
+    """
+
+    def __init__(
+        self, interval_s: float, sources: dict[str, Callable[[], dict[str, float]]],
+        cpus: str = "",
+    ) -> None:  # fmt: skip
+        self.interval_s = interval_s
+        self.sources = sources
+        self.cpus = cpus
+        self.samples: list[dict[str, float]] = []
+        #: source name -> why it stopped being read
+        self.failed: dict[str, str] = {}
+        self.cpu_s = 0.0
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="acceptsim-sampler", daemon=True)
+
+    def sample(self) -> None:
+        """One sample now."""
+        sample: dict[str, float] = {"wall_s": time.time()}
+        for name, read in self.sources.items():
+            if name in self.failed:
+                continue
+            try:
+                sample.update(read())
+            except Exception as exc:  # noqa: BLE001 (any failure: the source is dropped)
+                self.failed[name] = f"{type(exc).__name__}: {exc}"
+        self.samples.append(sample)
+
+    def _run(self) -> None:
+        try:
+            if self.cpus:
+                with contextlib.suppress(OSError, ValueError):  # (this thread only)
+                    os.sched_setaffinity(0, parse_cpu_list(self.cpus))
+            self.sample()
+        finally:
+            self._started.set()
+        start = time.monotonic()
+        k = 1
+        while not self._stop.wait(max(0.0, start + k * self.interval_s - time.monotonic())):
+            self.sample()
+            # the next target still ahead (one missed is skipped, not sampled twice)
+            k = max(k + 1, math.floor((time.monotonic() - start) / self.interval_s) + 1)
+        self.sample()
+        self.cpu_s = time.thread_time()
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        self._started.wait(timeout=10.0)
+        return self
+
+    def stop(self) -> list[dict[str, float]]:
+        """Take the last sample, end the thread and return the samples."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10.0)
+        return self.samples
+
+    def __enter__(self) -> Sampler:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def sampler_sources(
+    port: int, server_cpus: str, group: CpuQuota | None
+) -> dict[str, Callable[[], dict[str, float]]]:
+    """The testbed's sources: the kernel's counters, the listening socket's accept queue,
+    the server CPUs' time, and nginx's cgroup (with a CPU quota)."""
+    sources: dict[str, Callable[[], dict[str, float]]] = {
+        "kernel counters": lambda: dict(read_netstat()),
+        "accept queue": accept_queue_reader(port),
+        "server CPU": lambda: dict(read_cpu_ticks(server_cpus)),
+    }
+    if group is not None:
+        def cgroup() -> dict[str, float]:
+            stat = group.throttled()
+            return {"nr_throttled": stat["nr_throttled"], "throttled_us": stat["throttled_us"],
+                    "usage_us": group.usage_us()}
+
+        sources["cgroup"] = cgroup
+    return sources
 
 
 def _pin(cpus: str, argv: list[str]) -> list[str]:
@@ -659,23 +928,29 @@ class Nginx:
             time.sleep(0.3)
             self.log_offset = path.stat().st_size if path.exists() else 0
 
-    def worker_requests(self) -> dict[int, int]:
-        """Requests per worker pid since the load began (several workers; the access log
-        flushed first); empty with one worker or no log (a stand-in nginx)."""
+    def access_log(self) -> list[LogLine] | None:
+        """The access log's lines since the load began (with several workers; with one,
+        since nginx started: the time series bins them by their time), the workers'
+        buffers flushed first; None without a log (a stand-in nginx)."""
         path = self.dir / "logs" / "access.log"
-        if self.plan.workers == 1 or self.proc is None:
-            return {}
-        self.proc.send_signal(signal.SIGUSR1)  # flush the workers' buffers
-        time.sleep(0.5)
+        if self.proc is None:
+            return None
+        self.proc.send_signal(signal.SIGUSR1)  # reopen: flushes the workers' buffers
+        time.sleep(LOG_FLUSH_WAIT_S)
         if not path.exists():
-            return {}
-        counts: dict[int, int] = {}
+            return None
         with open(path, "rb") as log:
             log.seek(self.log_offset)
-            for line in log:
-                text = line.strip()
-                if text.isdigit():
-                    counts[int(text)] = counts.get(int(text), 0) + 1
+            return parse_access_log(log, path)
+
+    def worker_requests(self, log: list[LogLine] | None) -> dict[int, int]:
+        """Requests per worker pid since the load began, from :meth:`access_log`'s lines;
+        empty with one worker or no log (a stand-in nginx)."""
+        if self.plan.workers == 1 or not log:
+            return {}
+        counts: dict[int, int] = {}
+        for line in log:
+            counts[line.pid] = counts.get(line.pid, 0) + 1
         return counts
 
     def worker_pids(self) -> list[int]:
@@ -814,13 +1089,31 @@ def _measure_points(
                 started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 before = snapshot(tools["nstat"])
                 cpu_before = group.throttled() if group else {}
-                outputs = run_httperfs(
-                    commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
-                )
+                sampler = None
+                if plan.sample_interval_s:
+                    sampler = Sampler(plan.sample_interval_s,
+                                      sampler_sources(plan.port, server_cpus, group),
+                                      client_cpus)  # fmt: skip
+                with sampler or contextlib.nullcontext():
+                    outputs = run_httperfs(
+                        commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
+                    )
                 cpu_after = group.throttled() if group else {}
                 after = snapshot(tools["nstat"])
                 pids = server.worker_pids()
-                per_worker = server.worker_requests()
+                # the log: for the time series' replies and each worker's requests
+                access_log = (server.access_log() if sampler is not None or plan.workers > 1
+                              else None)
+                per_worker = server.worker_requests(access_log)
+            series_rows = None
+            if sampler is not None:
+                for source, why in sampler.failed.items():
+                    log(f"{name}: time series without the {source} ({why})")
+                try:
+                    series_rows = rows_from_samples(sampler.samples, access_log,
+                                                    1e3 / os.sysconf("SC_CLK_TCK"))
+                except ValueError as exc:  # the run stands; its series does not
+                    log(f"{name}: no {TIMESERIES_FILE}: {exc}")
             info = RunInfo(
                 label=f"{plan.server} multi_accept={'on' if plan.multi_accept else 'off'} "
                 f"{rate:g}/s #{repeat}",
@@ -853,6 +1146,9 @@ def _measure_points(
                 ),
                 counters=CounterFiles(),
                 host=HostInfo(cpus=len(cpus), repeat=repeat, started_at=started),
+                timeseries=SeriesInfo(
+                    interval_s=plan.sample_interval_s, sampler_cpu_s=sampler.cpu_s
+                ) if sampler is not None and series_rows is not None else SeriesInfo(),
             )
             partial = out / (name + ".partial")
             shutil.rmtree(partial, ignore_errors=True)
@@ -864,6 +1160,8 @@ def _measure_points(
                 (partial / WORKERS_FILE).write_text(
                     "pid,requests\n" + "".join(f"{p},{per_worker.get(p, 0)}\n" for p in order)
                 )
+            if series_rows is not None:
+                write_timeseries(partial / TIMESERIES_FILE, series_rows)
             (partial / info.counters.before[0]).write_text(before)
             (partial / info.counters.after[0]).write_text(after)
             partial.rename(target)

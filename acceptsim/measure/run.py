@@ -6,6 +6,9 @@ A run directory holds::
     httperf.txt            httperf's standard output, one summary per httperf process
     counters-before.txt    kernel counters before the load (nstat -az, /proc/net copies
     counters-after.txt     or netstat -s text; file names can be changed in run.toml)
+    workers.csv            requests per nginx worker, counted with several workers
+    timeseries.csv         the load sampled every --sample-interval (optional; see
+                           acceptsim.measure.series)
 
 :meth:`MeasuredRun.record` gives the metrics under the simulator's names
 (``reply_rate_per_s``, ``connection_rate_per_s``, ``client_timeouts_per_s``,
@@ -62,6 +65,17 @@ class MeasuredRun:
     #: requests each worker served over the load, in the workers' start order (empty:
     #: one worker, or not recorded)
     worker_requests: tuple[int, ...] = ()
+
+    def timeseries(self) -> Any:
+        """The run's time series (``timeseries.csv``, checked: :func:`acceptsim.measure.
+        series.read_timeseries`) as a pandas DataFrame, one row per interval; None for a
+        run recorded without one."""
+        from acceptsim.measure.series import TIMESERIES_FILE, read_timeseries
+
+        path = self.path / TIMESERIES_FILE
+        if not path.exists() and not path.is_symlink():
+            return None
+        return read_timeseries(counter_path(self.path, TIMESERIES_FILE, "timeseries"))
 
     @property
     def counter_deltas(self) -> dict[str, int]:

@@ -47,13 +47,18 @@ file and the key)::
     cpus = 2
     repeat = 1
     started_at = "2026-11-22T00:30:00Z"
+
+    [timeseries]              # SeriesInfo: only in runs with a timeseries.csv
+    interval_s = 0.1          # the sampling interval asked for (acceptsim measure
+                              # --sample-interval; 0 = no time series)
+    sampler_cpu_s = 0.02      # CPU time the sampler itself used over the run
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +161,19 @@ class HostInfo(Params):
 
 
 @dataclass(frozen=True)
+class SeriesInfo(Params):
+    _prefix = "timeseries."
+    interval_s: float = param(
+        0.0, unit="s", ge=0.0, le=60.0, min_nonzero=1e-3,
+        doc="nominal sampling interval of timeseries.csv (acceptsim measure --sample-interval; "
+        "0 = no time series)",
+    )
+    sampler_cpu_s: float = param(
+        0.0, unit="s", ge=0.0, doc="CPU time the sampler used over the run (its own cost)"
+    )
+
+
+@dataclass(frozen=True)
 class CounterFiles:
     before: tuple[str, ...] = ("counters-before.txt",)
     after: tuple[str, ...] = ("counters-after.txt",)
@@ -172,12 +190,17 @@ class RunInfo:
     host: HostInfo
     label: str = ""
     format: str = FORMAT
+    #: the time series' sampling (interval 0: the run has none; its table is not written)
+    timeseries: SeriesInfo = field(default_factory=SeriesInfo)
 
     def to_toml(self) -> str:
         lines = [f"format = {_toml(self.format)}"]
         if self.label:
             lines.append(f"label = {_toml(self.label)}")
-        for name in ("server", "kernel", "load", "counters", "host"):
+        sections = ["server", "kernel", "load", "counters", "host"]
+        if self.timeseries.interval_s > 0:
+            sections.append("timeseries")
+        for name in sections:
             section = getattr(self, name)
             lines.append(f"\n[{name}]")
             values = (
@@ -194,9 +217,10 @@ TABLES: dict[str, type[Params]] = {
     "kernel": KernelInfo,
     "load": LoadInfo,
     "host": HostInfo,
+    "timeseries": SeriesInfo,
 }
 REQUIRED = {"server": ("name",), "load": ("target_rate_per_s", "duration_s", "timeout_s")}
-TOP_LEVEL = ("format", "label", "server", "kernel", "load", "counters", "host")
+TOP_LEVEL = ("format", "label", "server", "kernel", "load", "counters", "host", "timeseries")
 
 
 def _toml(value: Any) -> str:
@@ -305,6 +329,7 @@ def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> Ru
         counters=CounterFiles(**files),
         host=built["host"],
         label=label,
+        timeseries=built["timeseries"],
     )
 
 

@@ -366,10 +366,13 @@ def test_several_workers_are_configured_and_counted(tmp_path: Path) -> None:
 
     conf = nginx_conf(tmp_path, False, 18080, workers=4, accept_mutex=True)
     assert "worker_processes 4;" in conf and "accept_mutex on;" in conf
-    assert "log_format pids '$pid';" in conf and "access.log pids" in conf
+    # each request's worker ($pid) in the access log, which every run writes (the time
+    # series' replies)
+    assert "log_format timing '$msec $request_time $pid $status';" in conf
+    assert "access.log timing buffer=64k flush=1s;" in conf
     assert " reuseport;" in nginx_conf(tmp_path, False, 18080, workers=4, reuseport=True)
     one = nginx_conf(tmp_path, False, 18080)
-    assert "worker_processes 1;" in one and "access_log off;" in one and "reuseport" not in one
+    assert "worker_processes 1;" in one and "access.log timing" in one and "reuseport" not in one
     assert "workers-4-mutex" in run_dir_name(_plan(workers=4, accept_mutex=True), 1000.0, 1)
     assert "workers" not in run_dir_name(_plan(), 1000.0, 1)
 
