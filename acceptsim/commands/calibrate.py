@@ -9,6 +9,7 @@ from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
+from acceptsim.measure import series
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.sim.errors import ConfigError, is_user_file
@@ -34,6 +35,10 @@ def add_parser(subparsers: Any) -> None:
     v.add_argument("--params", default=None, help="cost parameters (TOML), e.g. from calibrate")
     v.add_argument("--format", default="table", choices=("table", "json"))
     v.add_argument("--plot", default=None, help="write measured-vs-predicted PNG here")
+    v.add_argument("--timeseries", action="store_true",
+                   help="one run's time series (its timeseries.csv) against the simulator's at "
+                   "the same sampling interval: the columns' means, and with --plot the series "
+                   "over time (replies/s, accept queue, ms throttled, listen overflows/s)")
     v.add_argument("--jobs", default="1", help="parallel simulations")
     v.add_argument("--seed", default="1")
     v.set_defaults(main=main_validate)
@@ -86,6 +91,8 @@ def main_validate(args: argparse.Namespace) -> int:
         check_output_file("--plot", args.plot)  # a file, not a directory: before the runs
     runs = read_runs(args.runs)
     costs = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
+    if args.timeseries:
+        return validate_timeseries(args, runs, costs)
     report = cal.validate(
         runs, costs, seed=parse_int("seed", args.seed), jobs=parse_int("jobs", args.jobs)
     )
@@ -154,6 +161,30 @@ def main_validate(args: argparse.Namespace) -> int:
             print(f"mean over {pool['rates']} rates: measured "
                   f"{pool['measured_off_minus_on']:+.0f} +/- {pool['measured_diff_stderr']:.0f}, "
                   f"predicted {pool['predicted_off_minus_on']:+.0f}: direction {verdict}")
+    return 0
+
+
+def validate_timeseries(args: argparse.Namespace, runs: list[MeasuredRun], costs: Any) -> int:
+    """``validate --timeseries RUN``: the run's series against the simulator's (the output
+    file was checked before the simulation)."""
+    if len(runs) != 1:
+        raise ConfigError("--timeseries", " ".join(args.runs),
+                          f"exactly one run directory (these hold {len(runs)} runs)")
+    comparison = series.compare(runs[0], costs, seed=parse_int("seed", args.seed))
+    if args.plot:
+        series.plot_comparison(comparison, Path(args.plot))
+    if args.format == "json":
+        print(json.dumps(json_safe(series.comparison_record(comparison)), indent=2))
+        return 0
+    print(f"{comparison.run}: means over {len(comparison.measured)} measured and "
+          f"{len(comparison.simulated)} simulated intervals of {comparison.interval_s:g} s")
+    print(f"{'column':24s} {'measured':>11s} {'simulated':>11s}")
+    for row in comparison.means.to_dict("records"):
+        cells = [f"{v:11.2f}" if v == v else f"{'n/a':>11s}"
+                 for v in (row["measured_mean"], row["simulated_mean"])]
+        print(f"{row['column']:24s} {cells[0]} {cells[1]}")
+    if args.plot:
+        print(f"wrote {args.plot}")
     return 0
 
 

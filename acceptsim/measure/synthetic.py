@@ -2,9 +2,9 @@
 
 The simulator's record becomes a run directory like the ones ``acceptsim
 measure`` records (``run.toml``, an httperf 0.9 summary, nstat counters
-before and after), so predictions and measurements go through the same
-parsers, and calibration can be checked on runs whose true parameters are
-known.
+before and after, and with the simulator's time series a ``timeseries.csv`` of the
+columns both have), so predictions and measurements go through the same parsers, and
+calibration can be checked on runs whose true parameters are known.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from acceptsim.measure.series import NAMES, SHARED, TIMESERIES_FILE, write_timeseries
 from acceptsim.models.config import RunConfig
 
 #: nstat counters written for a simulated run (the ones the record reads)
@@ -33,6 +34,14 @@ def write_run(directory: str | Path, config: RunConfig, result: dict[str, Any]) 
     directory.mkdir(parents=True, exist_ok=True)
     window = config.duration_s
     multi = math.isinf(config.accept_limit)
+    quota = (
+        f"cpu_quota = {config.cpu_quota!r}\ncpu_period_us = {round(config.cpu_period_s * 1e6)}\n"
+        if config.cpu_quota else ""
+    )
+    series = result.get("timeseries")
+    sampling = (
+        f"\n[timeseries]\ninterval_s = {config.timeseries_interval_s!r}\n" if series else ""
+    )
     (directory / "run.toml").write_text(
         f"""format = "acceptsim-measured-run/1"
 label = "simulated {config.server} accept_limit={config.accept_limit} {config.rate_per_s:g}/s"
@@ -41,7 +50,7 @@ label = "simulated {config.server} accept_limit={config.accept_limit} {config.ra
 name = "{config.server}"
 multi_accept = {"true" if multi else "false"}
 backlog = 128
-
+{quota}
 [kernel]
 profile = "{config.kernel.name}"
 
@@ -55,8 +64,10 @@ spacing = "{config.spacing}"
 [counters]
 before = ["counters-before.txt"]
 after = ["counters-after.txt"]
-"""
+{sampling}"""
     )
+    if series:
+        write_timeseries(directory / TIMESERIES_FILE, timeseries_rows(series, config))
     h = result["httperf"]
     conns = h["total_connections"]
     replies = h["replies"]
@@ -103,3 +114,21 @@ Errors: fd-unavail 0 addrunavail 0 ftab-full 0 other 0
     (directory / "counters-before.txt").write_text(f"#kernel\n{before}\n")
     (directory / "counters-after.txt").write_text(f"#kernel\n{after}\n")
     return directory
+
+
+def timeseries_rows(
+    series: dict[str, list[Any]], config: RunConfig
+) -> list[dict[str, float | None]]:
+    """The simulator's time series (a column each) as ``timeseries.csv`` rows: the columns
+    the two share (:data:`acceptsim.measure.series.SHARED`), each interval exactly
+    ``config.timeseries_interval_s``; the others empty."""
+    interval = config.timeseries_interval_s
+    rows = []
+    for i, t in enumerate(series["time_s"]):
+        row: dict[str, float | None] = dict.fromkeys(NAMES)
+        row["time_s"] = t
+        row["interval_s"] = interval
+        for name in SHARED:
+            row[name] = series[name][i]
+        rows.append(row)
+    return rows
