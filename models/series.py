@@ -71,6 +71,11 @@ class TimeSeries:
         self._last = (0, 0, 0, 0)
         #: the client's response times and timeouts counted at the last sample
         self._client_last = (0, 0)
+        #: when the series started, and the samples taken: sample k is due at start +
+        #: k x interval (not at a sum of intervals, whose rounding could push the last one
+        #: past the run's end)
+        self._start = env.now
+        self._taken = 0
         #: the CFS limits (one per worker's cgroup, or one shared: each once) and the CPUs
         #: whose tasks they limit; none without a CPU quota
         cpus: list[Cpu] = list(env.cpus)
@@ -158,5 +163,7 @@ class TimeSeries:
         columns = self.columns
         for key, value in zip(COLUMNS, row, strict=True):
             columns[key].append(value)
-        if now + interval <= self.end_s + END_TOLERANCE_S:
-            env.schedule_call(self._call, interval)
+        self._taken += 1
+        due = self._start + (self._taken + 1) * interval
+        if due <= self.end_s + END_TOLERANCE_S:
+            env.schedule_call(self._call, min(due, self.end_s) - now)

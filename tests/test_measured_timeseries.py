@@ -296,9 +296,16 @@ SYNTHETIC = {"server": "nginx", "rate_per_s": 4000.0, "duration_s": 0.8, "warmup
 
 @pytest.fixture(scope="module")
 def synthetic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A simulated run written as a measured one, with its time series."""
+    """A simulated run written as a measured one, with its time series: simulated as
+    validate simulates a measured run (config_for), so that the two are the same model."""
+    from acceptsim.measure.calibrate import config_for
+
+    directory = tmp_path_factory.mktemp("synthetic") / "run"
     config = RunConfig.from_dict(SYNTHETIC)
-    return write_run(tmp_path_factory.mktemp("synthetic") / "run", config, simulate(config))
+    write_run(directory, config, simulate(config))
+    config = config_for(load_run(directory), CLUSTER1, seed=3).replace(
+        timeseries_interval_s=SYNTHETIC["timeseries_interval_s"])
+    return write_run(directory, config, simulate(config))
 
 
 def test_a_synthetic_run_compares_equal_to_its_own_simulation(synthetic_run: Path) -> None:
@@ -385,3 +392,17 @@ def test_the_recorded_demo_run_has_every_column_and_validates() -> None:
     assert ts["throttled_periods"].max() >= 8 and ts["accept_queue_len"].max() >= 100
     # the sampler cost little CPU
     assert run.info.timeseries.sampler_cpu_s < 0.05 * ts["time_s"].max()
+
+
+@pytest.mark.parametrize(("duration", "interval", "rows"), [(4.0, 0.1, 40), (0.3, 0.1, 3),
+                                                           (2.0, 0.3, 6), (1.0, 0.25, 4)])
+def test_the_simulated_series_has_a_sample_at_every_multiple_of_its_interval(
+    duration: float, interval: float, rows: int
+) -> None:
+    """Sample k is due at k x interval, not at a sum of k intervals, whose rounding put
+    the last one past the run's end (4 s in 0.1-s steps gave 39 rows)."""
+    r = simulate(server="nginx", rate_per_s=200, duration_s=duration, warmup_s=0.0,
+                 timeseries_interval_s=interval)
+    times = r["timeseries"]["time_s"]
+    assert len(times) == rows
+    assert times == pytest.approx([interval * k for k in range(1, rows + 1)], abs=1e-9)
