@@ -244,8 +244,8 @@ def nginx_conf(
 ) -> str:
     """nginx.conf: ``workers`` worker processes, epoll, the given multi_accept, accept_mutex
     and reuseport, one static file; each request logged, buffered, with when it was logged,
-    its request time, its worker's pid and its status (:data:`~acceptsim.measure.series.
-    LOG_FORMAT`: the time series' replies and each worker's requests)."""
+    its request time, its worker's pid and its status (``LOG_FORMAT`` of
+    :mod:`acceptsim.measure.series`: the time series' replies and each worker's requests)."""
     access_log = (
         f"log_format timing {LOG_FORMAT};\n"
         f"    access_log {prefix}/logs/access.log timing buffer=64k flush=1s;"

@@ -67,9 +67,10 @@ class MeasuredRun:
     worker_requests: tuple[int, ...] = ()
 
     def timeseries(self) -> Any:
-        """The run's time series (``timeseries.csv``, checked: :func:`acceptsim.measure.
-        series.read_timeseries`) as a pandas DataFrame, one row per interval; None for a
-        run recorded without one."""
+        """The run's time series (``timeseries.csv``) as a pandas DataFrame, one row per
+        interval, checked by ``acceptsim.measure.series.read_timeseries`` (a
+        ParseError names the file, line, column and value); None for a run recorded
+        without one (every run before ``--sample-interval``)."""
         from acceptsim.measure.series import TIMESERIES_FILE, read_timeseries
 
         path = self.path / TIMESERIES_FILE
