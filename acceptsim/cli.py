@@ -21,6 +21,7 @@ from acceptsim.commands import (
     calibrate_paper,
     compare,
     measure,
+    measure_costs,
     oracle,
     plot,
     policies,
@@ -36,8 +37,8 @@ from acceptsim.sim.errors import ConfigError, shorten
 from acceptsim.sim.params import plain_text
 
 COMMANDS = [
-    run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure, calibrate,
-    calibrate_paper, plot,
+    run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure,
+    measure_costs, calibrate, calibrate_paper, plot,
 ]
 
 

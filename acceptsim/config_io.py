@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from acceptsim.models.config import resolve_costs, resolve_kernel
 from acceptsim.models.costs import HostCosts
@@ -12,8 +13,10 @@ from acceptsim.sim.params import ascii_number
 
 
 def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]:
-    """A parameter file: cost fields at top level (optionally ``base = "cluster1"``)
-    and an optional ``[kernel]`` table (optionally ``name = "linux-2.4"``)."""
+    """A parameter file: cost fields at top level (optionally ``base = "cluster1"``),
+    an optional ``[kernel]`` table (optionally ``name = "linux-2.4"``) and an optional
+    ``[measured]`` table, the measurements behind the values (written by ``acceptsim
+    measure-costs``; read by :func:`load_measurements`, not by the model)."""
     if not str(path).strip():  # Path("") would be the current directory
         raise ConfigError("--params", str(path), "a parameter set (cluster1, cluster2) or a "
                           "TOML file, not empty (leave --params out for the default set)")
@@ -21,12 +24,23 @@ def load_params_file(path: str | Path) -> tuple[HostCosts, KernelProfile | None]
     text = read_user_file("--params", path, "a parameter set (cluster1, cluster2) or a TOML file")
     data = parse_toml("--params", path, text)
     kernel_table = data.pop("kernel", None)
+    data.pop("measured", None)
     try:
         costs = resolve_costs(data)
         kernel = resolve_kernel(kernel_table) if kernel_table is not None else None
     except ConfigError as exc:  # say which file the bad value is in
         raise ConfigError(f"{path}: {exc.field}", exc.value, exc.allowed) from None
     return costs, kernel
+
+
+def load_measurements(path: str | Path) -> dict[str, Any]:
+    """A parameter file's ``[measured]`` table (what ``acceptsim measure-costs`` measured
+    behind its values); empty if it has none."""
+    text = read_user_file("--params", Path(path), "a TOML parameter file")
+    measured = parse_toml("--params", Path(path), text).get("measured", {})
+    if not isinstance(measured, dict):
+        raise ConfigError(f"{path}: measured", measured, "a table of measurements")
+    return measured
 
 
 def parse_number(field: str, text: str) -> float:

@@ -11,7 +11,16 @@ from typing import Any
 
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.measure.errors import ParseError
-from acceptsim.measure.harness import DEFAULT_CPU_PERIOD_US, HarnessError, Plan, measure
+from acceptsim.measure.harness import (
+    DEFAULT_CPU_PERIOD_US,
+    DEFAULT_FILE_SIZE_BYTES,
+    DEFAULT_PORT,
+    DEFAULT_SPACING,
+    DEFAULT_TIMEOUT_S,
+    HarnessError,
+    Plan,
+    measure,
+)
 from acceptsim.sim.errors import ConfigError
 
 #: the Plan's defaults for the options left out (one declaration: the Plan's fields)
@@ -28,11 +37,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--repeats", default="2", help="runs per rate (default 2)")
     p.add_argument("--first-repeat", default="1",
                    help="number of the first repeat, to add repeats to a sweep (default 1)")
-    p.add_argument("--timeout", default="2", help="httperf --timeout in seconds (default 2)")
-    p.add_argument("--file-size", default="1024",
+    p.add_argument("--timeout", default=f"{DEFAULT_TIMEOUT_S:g}",
+                   help=f"httperf --timeout in seconds (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--file-size", default=str(DEFAULT_FILE_SIZE_BYTES),
                    help="bytes of the static file (default 1024: reply fits one packet)")
-    p.add_argument("--port", default="18080", help="port on 127.0.0.1 (default 18080)")
-    p.add_argument("--spacing", default="poisson", help="poisson (default) or deterministic")
+    p.add_argument("--port", default=str(DEFAULT_PORT),
+                   help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    p.add_argument("--spacing", default=DEFAULT_SPACING,
+                   help=f"poisson or deterministic (default {DEFAULT_SPACING})")
     p.add_argument("--processes", default=None,
                    help="httperf processes per run (default: enough for the 1024-fd limit)")
     p.add_argument("--pause", default="2", help="seconds of rest between runs (default 2)")

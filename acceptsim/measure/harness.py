@@ -58,6 +58,11 @@ from acceptsim.measure.series import (
 from acceptsim.sim.errors import ConfigError
 
 ADDRESS = "127.0.0.1"  # the only address the harness ever binds or loads
+#: `acceptsim measure`'s defaults for the options it shares with `acceptsim measure-costs`
+DEFAULT_PORT = 18080
+DEFAULT_FILE_SIZE_BYTES = 1024  # the reply fits one packet
+DEFAULT_TIMEOUT_S = 2.0
+DEFAULT_SPACING = "poisson"
 #: httperf select()s over at most FD_SETSIZE = 1024 descriptors; keep headroom
 HTTPERF_MAX_OPEN = 700
 #: bounds on one invocation, so a typo cannot start an endless measurement
@@ -823,16 +828,32 @@ class Sampler:
         self.stop()
 
 
+def voluntary_switches(pids: Sequence[int]) -> int:
+    """The tasks' voluntary context switches so far, added up (/proc/PID/status): the
+    times they slept."""
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                total += int(line.split()[1])
+                break
+    return total
+
+
 def sampler_sources(
-    port: int, server_cpus: str, group: CpuQuota | None
+    port: int, server_cpus: str, group: CpuQuota | None, workers: Sequence[int] = ()
 ) -> dict[str, Callable[[], dict[str, float]]]:
     """The testbed's sources: the kernel's counters, the listening socket's accept queue,
-    the server CPUs' time, and nginx's cgroup (with a CPU quota)."""
+    the server CPUs' time, nginx's workers' sleeps (``workers``: their pids) and nginx's
+    cgroup (with a CPU quota)."""
     sources: dict[str, Callable[[], dict[str, float]]] = {
         "kernel counters": lambda: dict(read_netstat()),
         "accept queue": accept_queue_reader(port),
         "server CPU": lambda: dict(read_cpu_ticks(server_cpus)),
     }
+    if workers:
+        pids = list(workers)
+        sources["workers' sleeps"] = lambda: {"voluntary_switches": voluntary_switches(pids)}
     if group is not None:
         def cgroup() -> dict[str, float]:
             stat = group.throttled()
@@ -1092,7 +1113,8 @@ def _measure_points(
                 sampler = None
                 if plan.sample_interval_s:
                     sampler = Sampler(plan.sample_interval_s,
-                                      sampler_sources(plan.port, server_cpus, group),
+                                      sampler_sources(plan.port, server_cpus, group,
+                                                      server.worker_pids()),
                                       client_cpus)  # fmt: skip
                 with sampler or contextlib.nullcontext():
                     outputs = run_httperfs(

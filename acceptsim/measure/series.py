@@ -75,6 +75,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("listen_drops_per_s", "events/s", "TcpExtListenDrops"),
     Column("syn_retrans_per_s", "segments/s", "TcpExtTCPSynRetrans: SYNs and SYN-ACKs "
            "retransmitted (the clients' and the server's, host-wide)"),
+    Column("server_sleeps_per_s", "sleeps/s", "voluntary context switches of nginx's "
+           "workers (/proc/PID/status, added up): their epoll_wait calls that slept (the "
+           "simulator's epoll_sleeps_per_s)"),
     Column("server_cpu_user_ms", "ms", "user and nice time of the server's CPUs (/proc/stat, "
            "in ticks of 1/USER_HZ: 10 ms)"),
     Column("server_cpu_system_ms", "ms", "system time of the server's CPUs"),
@@ -186,7 +189,8 @@ def rows_from_samples(
     ``TcpExtListenOverflows``, ``TcpExtListenDrops``, ``TcpExtTCPSynRetrans`` (counters),
     ``accept_queue_len``, the cgroup's ``nr_throttled``, ``throttled_us`` and
     ``usage_us``, and the server's CPU ``user_ticks``, ``system_ticks``,
-    ``softirq_ticks``, ``busy_ticks`` (of 1/USER_HZ: ``tick_ms``).  A key missing from
+    ``softirq_ticks``, ``busy_ticks`` (of 1/USER_HZ: ``tick_ms``), and the workers'
+    ``voluntary_switches``.  A key missing from
     either sample of an interval leaves its column empty there; a counter that went
     down (reset) raises ValueError.
     """
@@ -232,6 +236,7 @@ def rows_from_samples(
         row["usage_ms"] = scaled("usage_us", 1e-3)
         for counter, column in NETSTAT_COLUMNS.items():
             row[column] = scaled(counter, 1.0 / interval)
+        row["server_sleeps_per_s"] = scaled("voluntary_switches", 1.0 / interval)
         for part in ("user", "system", "softirq", "busy"):
             row[f"server_cpu_{part}_ms"] = scaled(f"{part}_ticks", tick_ms)
         rows.append({name: row.get(name) for name in NAMES})

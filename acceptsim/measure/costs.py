@@ -1,0 +1,815 @@
+"""Costs measured on the host: microbenchmarks of the operations the model charges.
+
+``acceptsim measure costs`` runs each operation many times in a process pinned to
+one CPU and reads that thread's CPU time (``CLOCK_THREAD_CPUTIME_ID``: the
+scheduler's exact runtime of the thread, nanoseconds, not tick samples).  The
+cost of one operation is the time of a loop of operations minus the time of the
+same loop calling a Python stand-in that does no system call, divided by the
+count, so the interpreter's loop is taken out; what remains is the system call
+with its entry and exit and, on loopback, the kernel's receive processing of
+whatever the call sends (see below), plus the few tens of nanoseconds Python's
+wrapper spends building the call's result (the method's resolution).
+
+Where the kernel's work lands on loopback
+-----------------------------------------
+A segment sent over ``lo`` is handed to ``netif_rx`` and queued on the backlog of
+the CPU that sent it (``enqueue_to_backlog`` on the current CPU; ``lo`` has no RPS
+by default, ``/sys/class/net/lo/queues/rx-0/rps_cpus`` is 0), and the receive
+softirq runs there when the sender re-enables bottom halves, still inside its
+system call.  So the receive side of every segment runs on the *sender's* CPU:
+the client's SYNs, final ACKs, requests and FINs on the client's CPU, nginx's
+replies and FINs (and the ACKs the client's kernel sends back from that softirq)
+on nginx's.  On a kernel without ``CONFIG_IRQ_TIME_ACCOUNTING`` that softirq time
+is charged to the running task, hence to its cgroup's CFS quota.  The benchmarks
+therefore measure each operation as nginx pays it on this host: ``close_s``
+includes the FIN's receive processing and the ACK it triggers, ``send`` the
+receive processing of the segment sent.
+
+Every value is written with its measurement (mean, spread over repeats, count,
+method) and the host (kernel, CPU model, date), so a parameter file says where
+each number came from; :func:`~acceptsim.measure.costs.to_toml` writes the cost
+fields at top level (a file ``--params`` reads) and the measurements beside them
+under ``[measured]``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import re
+import socket
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acceptsim.measure.harness import HarnessError
+
+#: the loopback address every benchmark uses
+ADDRESS = "127.0.0.1"
+
+#: default operations per repeat and repeats per benchmark
+DEFAULT_OPERATIONS = 20_000
+DEFAULT_REPEATS = 5
+
+#: epoll_wait's ready-event counts the base and per-event costs are fitted over
+EPOLL_READY_COUNTS = (1, 8, 32, 64)
+
+#: reply sizes (bytes) the per-byte send cost is fitted over: one segment to many
+SEND_SIZES = (128, 4096, 16384, 65536)
+
+#: connections accepted per repeat of the accept/epoll_ctl/close benchmark (below the
+#: listen backlog asked for, so that none is dropped)
+ACCEPT_BATCH = 1000
+
+#: the load of the nginx benchmark: one-packet requests well below saturation
+NGINX_RATE_PER_S = 1000.0
+NGINX_DURATION_S = 5.0
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured cost: its samples (one per repeat, seconds per operation)."""
+
+    name: str
+    samples: tuple[float, ...]
+    unit: str
+    method: str
+    operations: int  # per repeat
+    #: the cost field of :class:`~acceptsim.models.costs.HostCosts` it sets; None: a
+    #: figure beside them (a total, or work that lands on another CPU)
+    field: str | None = None
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """Sample standard deviation over the repeats (0 for one repeat)."""
+        return statistics.stdev(self.samples) if len(self.samples) > 1 else 0.0
+
+
+@dataclass
+class HostInfo:
+    """The machine the costs were measured on."""
+
+    date: str
+    kernel: str
+    cpu_model: str
+    cpus: int
+    irq_time_accounting: bool | None  # None: the kernel's config is not readable
+    python: str
+
+    @classmethod
+    def here(cls) -> HostInfo:
+        return cls(
+            date=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            kernel=platform.release(),
+            cpu_model=_cpu_model(),
+            cpus=os.cpu_count() or 1,
+            irq_time_accounting=_kernel_config("CONFIG_IRQ_TIME_ACCOUNTING"),
+            python=platform.python_version(),
+        )
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _kernel_config(option: str) -> bool | None:
+    """Whether the running kernel was built with ``option`` (from /proc/config.gz or
+    /boot/config-RELEASE); None if neither is readable."""
+    import gzip
+
+    candidates: list[tuple[Path, Callable[[Path], str]]] = [
+        (Path("/proc/config.gz"), lambda p: gzip.decompress(p.read_bytes()).decode()),
+        (Path(f"/boot/config-{platform.release()}"), lambda p: p.read_text()),
+    ]
+    for path, read in candidates:
+        try:
+            text = read(path)
+        except OSError:
+            continue
+        return re.search(rf"^{option}=y$", text, re.MULTILINE) is not None
+    return None
+
+
+# -- measuring -------------------------------------------------------------------------
+
+
+def pin(cpu: int) -> None:
+    """Run the calling thread on ``cpu`` only."""
+    os.sched_setaffinity(0, {cpu})
+
+
+def _per_op(loop: Callable[[int], None], baseline: Callable[[int], None], n: int) -> float:
+    """CPU seconds per operation of ``loop(n)`` minus those of ``baseline(n)``."""
+    t0 = time.thread_time_ns()
+    loop(n)
+    t1 = time.thread_time_ns()
+    baseline(n)
+    t2 = time.thread_time_ns()
+    return ((t1 - t0) - (t2 - t1)) / n / 1e9
+
+
+def _noop(*_: object) -> None:
+    return None
+
+
+def _raise_blocking(*_: object) -> None:
+    raise BlockingIOError
+
+
+def bench_accept_empty(n: int) -> float:
+    """accept4() on an empty non-blocking listening socket (EAGAIN)."""
+    with socket.socket() as lsock:
+        lsock.bind((ADDRESS, 0))
+        lsock.listen(16)
+        lsock.setblocking(False)
+        accept = lsock._accept  # type: ignore[attr-defined]
+
+        def loop(k: int) -> None:
+            for _ in range(k):
+                try:
+                    accept()
+                except BlockingIOError:
+                    pass
+
+        def baseline(k: int) -> None:
+            for _ in range(k):
+                try:
+                    _raise_blocking()
+                except BlockingIOError:
+                    pass
+
+        return _per_op(loop, baseline, n)
+
+
+def bench_epoll(n: int, ready: int) -> float:
+    """epoll_wait() with a zero timeout returning ``ready`` level-triggered events, then
+    clock_gettime(CLOCK_REALTIME): nginx updates its clock after every return of
+    epoll_wait (``ngx_time_update``, unless ``timer_resolution`` is set), which is a
+    vDSO read with a TSC clock source and a system call with some others."""
+    import select
+
+    pairs = [socket.socketpair() for _ in range(ready)]
+    ep = select.epoll()
+    try:
+        for a, b in pairs:
+            b.send(b"x")
+            ep.register(a.fileno(), select.EPOLLIN)
+        poll = ep.poll
+        events = [(a.fileno(), select.EPOLLIN) for a, _ in pairs]
+        gettime, realtime = time.clock_gettime, time.CLOCK_REALTIME
+
+        def loop(k: int) -> None:
+            for _ in range(k):
+                poll(0, ready)
+                gettime(realtime)
+
+        def baseline(k: int) -> None:  # the result list built in Python, no system call
+            for _ in range(k):
+                list(events)
+                _noop(realtime)
+
+        return _per_op(loop, baseline, n)
+    finally:
+        ep.close()
+        for a, b in pairs:
+            a.close()
+            b.close()
+
+
+def epoll_fit(samples: dict[int, float]) -> tuple[float, float]:
+    """(base, per event) of the least-squares line through cost per call against events."""
+    xs = list(samples)
+    ys = [samples[x] for x in xs]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return my - slope * mx, slope
+
+
+def _peer(target: Callable[..., None], *args: Any) -> Any:
+    """Start ``target(*args)`` in a forked process (peers are processes, not threads: a
+    thread would hold the interpreter's lock the measured loop needs)."""
+    import multiprocessing
+
+    proc = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
+    proc.start()
+    return proc
+
+
+def _stop(proc: Any) -> None:
+    proc.join(10)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+
+
+def _connect_all(port: int, count: int, cpu: int, conn: Any) -> None:
+    """Peer: open ``count`` loopback connections, send the CPU seconds per connect()
+    (the whole loopback handshake: SYN, SYN-ACK, final ACK and the child socket queued,
+    all of it on this CPU), hold them until told to go, then close them."""
+    pin(cpu)
+    socks = []
+    try:
+        t0 = time.thread_time_ns()
+        for _ in range(count):
+            s = socket.socket()
+            s.connect((ADDRESS, port))
+            socks.append(s)
+        conn.send((time.thread_time_ns() - t0) / count / 1e9)
+    except OSError as exc:
+        conn.send(str(exc))
+    conn.poll(60)
+    for s in socks:
+        s.close()
+
+
+def bench_accept_register_close(
+    count: int, client_cpu: int
+) -> tuple[float, float, float, float]:
+    """Per connection: accept4() that returns one, epoll_ctl(ADD), close() of the
+    established connection (its FIN received and acknowledged by the client's socket
+    in the same softirq, on loopback), and the client's connect() (the handshake)."""
+    import select
+
+    with socket.socket() as lsock:
+        lsock.bind((ADDRESS, 0))
+        lsock.listen(count + 16)
+        port = lsock.getsockname()[1]
+        import multiprocessing
+
+        ours, theirs = multiprocessing.get_context("fork").Pipe()
+        client = _peer(_connect_all, port, count, client_cpu, theirs)
+        if not ours.poll(60):
+            _stop(client)
+            raise HarnessError("the connecting process did not finish within 60 s")
+        handshake = ours.recv()
+        if isinstance(handshake, str):
+            _stop(client)
+            raise HarnessError(f"connecting to port {port}: {handshake}")
+        accept = lsock._accept  # type: ignore[attr-defined]
+        fds: list[int] = []
+        ep = select.epoll()
+        try:
+            def do_accept(k: int) -> None:
+                for _ in range(k):
+                    fds.append(accept()[0])
+
+            accept_s = _per_op(do_accept, lambda k: [_noop() for _ in range(k)], count)
+            register = ep.register
+            mask = select.EPOLLIN | select.EPOLLRDHUP
+
+            def do_register(k: int) -> None:
+                for fd in fds[:k]:
+                    register(fd, mask)
+
+            def base_register(k: int) -> None:
+                for fd in fds[:k]:
+                    _noop(fd, mask)
+
+            ctl_s = _per_op(do_register, base_register, count)
+            close = os.close
+
+            def do_close(k: int) -> None:
+                for fd in fds[:k]:
+                    close(fd)
+
+            def base_close(k: int) -> None:
+                for fd in fds[:k]:
+                    _noop(fd)
+
+            close_s = _per_op(do_close, base_close, count)
+        finally:
+            ep.close()
+            ours.send("go")
+            _stop(client)
+        return accept_s, ctl_s, close_s, handshake
+
+
+def bench_syn_drop(n: int) -> tuple[float, int]:
+    """A SYN dropped at a full accept queue, as the connecting CPU pays for it on
+    loopback (the listener's whole receive path runs in the sender's connect()):
+    non-blocking connect() to a listener whose queue is full, minus connect() to
+    nothing (a socket that is created and closed).  Returns the cost and the
+    ListenOverflows the kernel counted during the loop (checked against ``n``)."""
+    with socket.socket() as lsock:
+        lsock.bind((ADDRESS, 0))
+        lsock.listen(0)  # backlog 0: the queue is full with one connection
+        port = lsock.getsockname()[1]
+        held = []
+        try:
+            for _ in range(2):  # fill the accept queue (a second is let in by "> backlog")
+                s = socket.socket()
+                s.setblocking(False)
+                try:
+                    s.connect((ADDRESS, port))
+                except BlockingIOError:
+                    pass
+                held.append(s)
+            time.sleep(0.05)
+            before = _listen_overflows()
+            target = (ADDRESS, port)
+            new = socket.socket
+            sockets: list[socket.socket] = []
+
+            def loop(k: int) -> None:
+                for _ in range(k):
+                    s = new()
+                    s.setblocking(False)
+                    try:
+                        s.connect(target)
+                    except BlockingIOError:
+                        pass
+                    sockets.append(s)
+
+            def baseline(k: int) -> None:
+                for _ in range(k):
+                    s = new()
+                    s.setblocking(False)
+                    try:
+                        _raise_blocking(target)
+                    except BlockingIOError:
+                        pass
+                    sockets.append(s)
+
+            cost = _per_op(loop, baseline, n)
+            overflows = _listen_overflows() - before
+            for s in sockets:
+                s.close()
+            return cost, overflows
+        finally:
+            for s in held:
+                s.close()
+
+
+def _listen_overflows() -> int:
+    """TcpExtListenOverflows from /proc/net/netstat."""
+    lines = Path("/proc/net/netstat").read_text().splitlines()
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:], strict=True))
+            return int(table.get("ListenOverflows", 0))
+    return 0
+
+
+def _drain(sock: socket.socket, cpu: int) -> None:
+    """Peer: read ``sock`` until its end."""
+    pin(cpu)
+    while sock.recv(1 << 20):
+        pass
+
+
+def _write_every(sock: socket.socket, cpu: int, gap_s: float, count: int) -> None:
+    """Peer: write one byte ``count`` times, ``gap_s`` apart (busy-waiting: no sleep's
+    timer slack)."""
+    pin(cpu)
+    for _ in range(count):
+        sock.send(b"x")
+        deadline = time.perf_counter() + gap_s
+        while time.perf_counter() < deadline:
+            pass
+
+
+def bench_send(n: int, size: int, client_cpu: int) -> float:
+    """send() of ``size`` bytes on an established loopback connection whose reader
+    drains it on another CPU (the sender's CPU also runs the receive softirq)."""
+    with socket.socket() as lsock:
+        lsock.bind((ADDRESS, 0))
+        lsock.listen(1)
+        port = lsock.getsockname()[1]
+        sender = socket.create_connection((ADDRESS, port))
+        reader, _ = lsock.accept()
+        drainer = _peer(_drain, reader, client_cpu)
+        reader.close()
+        try:
+            payload = b"x" * size
+            send = sender.sendall
+
+            def loop(k: int) -> None:
+                for _ in range(k):
+                    send(payload)
+
+            def baseline(k: int) -> None:
+                for _ in range(k):
+                    _noop(payload)
+
+            return _per_op(loop, baseline, n)
+        finally:
+            sender.shutdown(socket.SHUT_WR)  # the peer's copy of this socket stays open
+            sender.close()
+            _stop(drainer)
+
+
+def bench_wakeup(n: int, client_cpu: int, gap_s: float = 200e-6) -> float:
+    """What a blocking epoll_wait() that sleeps and is woken costs the sleeper beyond a
+    non-blocking one that finds the event ready: the context switch out and back in
+    (the waker on ``client_cpu`` writes one byte every ``gap_s``)."""
+    import select
+
+    a, b = socket.socketpair()
+    ep = select.epoll()
+    ep.register(a.fileno(), select.EPOLLIN)
+    writer = _peer(_write_every, b, client_cpu, gap_s, n)
+    try:
+        recv = a.recv
+        poll = ep.poll
+        t0 = time.thread_time_ns()
+        for _ in range(n):
+            poll(-1, 1)
+            recv(1)
+        t1 = time.thread_time_ns()
+        _stop(writer)
+        b.send(b"x")
+        t2 = time.thread_time_ns()
+        for _ in range(n):  # the same calls, the event always there
+            poll(0, 1)
+            recv(1, socket.MSG_PEEK)
+        t3 = time.thread_time_ns()
+        return ((t1 - t0) - (t3 - t2)) / n / 1e9
+    finally:
+        _stop(writer)
+        ep.close()
+        a.close()
+        b.close()
+
+
+def _stamp_every(sock: socket.socket, cpu: int, gap_s: float, count: int) -> None:
+    """Peer: send the monotonic clock (8 bytes, ns) ``count`` times, ``gap_s`` apart."""
+    pin(cpu)
+    for _ in range(count):
+        deadline = time.perf_counter() + gap_s
+        while time.perf_counter() < deadline:
+            pass
+        sock.send(time.monotonic_ns().to_bytes(8, "little"))
+
+
+def bench_wake_latency(n: int, client_cpu: int, gap_s: float = 1e-3) -> float:
+    """How long after an event a task asleep in epoll_wait() runs again: the median of
+    (its clock when epoll_wait returns - the sender's clock when it sent), minus the
+    same delay for a task that polls without sleeping (what the write, the wake-up
+    call and Python take on either side).  The sleeper's CPU is idle between events,
+    as a server's is between connections (in a virtual machine: halted)."""
+    import select
+
+    def median_delay(blocking: bool) -> float:
+        a, b = socket.socketpair()
+        ep = select.epoll()
+        ep.register(a.fileno(), select.EPOLLIN)
+        sender = _peer(_stamp_every, b, client_cpu, gap_s, n)
+        delays = []
+        try:
+            poll, recv, now = ep.poll, a.recv, time.monotonic_ns
+            for _ in range(n):
+                if blocking:
+                    poll(5.0, 1)
+                else:
+                    while not poll(0, 1):
+                        pass
+                woke = now()
+                data = recv(8)
+                if len(data) < 8:  # two stamps can never merge into a short read
+                    break
+                delays.append(woke - int.from_bytes(data[:8], "little"))
+        finally:
+            _stop(sender)
+            ep.close()
+            a.close()
+            b.close()
+        if not delays:
+            raise HarnessError("the wake-up latency benchmark received no events")
+        return statistics.median(delays) / 1e9
+
+    return median_delay(True) - median_delay(False)
+
+
+# -- the suite ----------------------------------------------------------------------
+
+
+@dataclass
+class CostReport:
+    """Every measurement of one ``acceptsim measure costs``."""
+
+    host: HostInfo
+    measurements: list[Measurement] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def by_name(self) -> dict[str, Measurement]:
+        return {m.name: m for m in self.measurements}
+
+    def fields(self) -> dict[str, float]:
+        """The cost fields the measurements set, by field name."""
+        return {m.field: m.mean for m in self.measurements if m.field is not None}
+
+
+def measure_costs(
+    server_cpu: int = 0,
+    client_cpu: int = 1,
+    operations: int = DEFAULT_OPERATIONS,
+    repeats: int = DEFAULT_REPEATS,
+    nginx_plan: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> CostReport:
+    """Run every microbenchmark ``repeats`` times (interleaved: repeat 1 of each, then
+    repeat 2, ...) with the measuring thread pinned to ``server_cpu`` and any peer
+    pinned to ``client_cpu``; then, if ``nginx``, nginx's CPU per reply below
+    saturation under ``nginx_plan`` (:func:`nginx_cpu_per_reply`; None: not measured)."""
+    online = os.cpu_count() or 1
+    for name, cpu in (("--server-cpu", server_cpu), ("--client-cpu", client_cpu)):
+        if not 0 <= cpu < online:
+            from acceptsim.sim.errors import ConfigError
+
+            raise ConfigError(name, cpu, f"a CPU number from 0 to {online - 1}")
+    say = progress or (lambda _: None)
+    report = CostReport(HostInfo.here())
+    if report.host.irq_time_accounting is False:
+        report.notes.append(
+            "the kernel has no IRQ time accounting: softirq work run in a task's context "
+            "(on loopback, the receive side of what the task sends) is charged to the task "
+            "and to its cgroup's CFS quota"
+        )
+    allowed = os.sched_getaffinity(0)
+    samples: dict[str, list[float]] = {}
+    overflow_checks: list[tuple[int, int]] = []
+
+    def add(name: str, value: float) -> None:
+        samples.setdefault(name, []).append(value)
+
+    try:
+        pin(server_cpu)
+        for rep in range(repeats):
+            say(f"repeat {rep + 1}/{repeats}")
+            add("accept_empty_s", bench_accept_empty(operations))
+            for k in EPOLL_READY_COUNTS:
+                add(f"epoll_wait_{k}", bench_epoll(operations // 4, k))
+            batch = min(ACCEPT_BATCH, operations)
+            acc, ctl, close, handshake = bench_accept_register_close(batch, client_cpu)
+            add("accept_s", acc)
+            add("epoll_ctl_s", ctl)
+            add("close_s", close)
+            add("loopback_handshake_s", handshake)
+            drop_n = min(operations, 2000)
+            drop, overflows = bench_syn_drop(drop_n)
+            add("syn_drop_s", drop)
+            overflow_checks.append((drop_n, overflows))
+            for size in SEND_SIZES:
+                add(f"send_{size}", bench_send(max(200, operations // (1 + size // 2048)),
+                                               size, client_cpu))
+            add("wakeup_s", bench_wakeup(min(operations, 5000), client_cpu))
+            add("wakeup_latency_s", bench_wake_latency(min(operations, 1000), client_cpu))
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+    def m(name: str, values: Sequence[float], method: str, ops: int, unit: str = "s",
+          cost_field: str | None = None) -> None:
+        report.measurements.append(
+            Measurement(name, tuple(values), unit, method, ops, cost_field)
+        )
+
+    n = operations
+    m("accept_empty_s", samples["accept_empty_s"],
+      "accept4() on an empty non-blocking listener (EAGAIN)", n, cost_field="accept_empty_s")
+    bases, slopes = [], []
+    for rep in range(repeats):
+        base, slope = epoll_fit({k: samples[f"epoll_wait_{k}"][rep] for k in EPOLL_READY_COUNTS})
+        bases.append(base)
+        slopes.append(slope)
+    ready_counts = ", ".join(map(str, EPOLL_READY_COUNTS))
+    m("epoll_base_s", bases, f"epoll_wait(timeout 0) with {ready_counts} level-triggered "
+      "ready sockets, each followed by clock_gettime(CLOCK_REALTIME) as nginx's loop does: "
+      "intercept of the least-squares line", n // 4, cost_field="epoll_base_s")
+    m("epoll_per_event_s", slopes, "the same line's slope", n // 4, unit="s/event",
+      cost_field="epoll_per_event_s")
+    batch = min(ACCEPT_BATCH, n)
+    m("accept_s", samples["accept_s"], "accept4() returning a queued loopback connection",
+      batch, cost_field="accept_s")
+    m("epoll_ctl_s", samples["epoll_ctl_s"], "epoll_ctl(ADD, EPOLLIN|EPOLLRDHUP) of an "
+      "accepted connection", batch, cost_field="epoll_ctl_s")
+    m("close_s", samples["close_s"], "close() of an established loopback connection; its FIN's "
+      "receive processing and the peer's ACK run in the same call (loopback)", batch,
+      cost_field="close_s")
+    m("loopback_handshake_s", samples["loopback_handshake_s"],
+      "the client's blocking connect(): SYN, SYN-ACK, final ACK and the child socket "
+      "queued, all on the client's CPU on loopback (not the server's)", batch)
+    m("syn_drop_s", samples["syn_drop_s"], "non-blocking connect() to a full accept queue "
+      "minus a socket created without connecting: the SYN's transmit and its drop, on the "
+      "connecting CPU on loopback", min(n, 2000))
+    for drop_n, overflows in overflow_checks:
+        if overflows < drop_n:
+            report.notes.append(
+                f"syn_drop_s: {overflows} ListenOverflows counted for {drop_n} SYNs sent "
+                "(other traffic, or SYNs not dropped); the value is not a pure drop cost"
+            )
+            break
+    per_byte = [
+        epoll_fit({s: samples[f"send_{s}"][rep] for s in SEND_SIZES[1:]})[1]
+        for rep in range(repeats)
+    ]
+    sizes = ", ".join(map(str, SEND_SIZES[1:]))
+    m("send_per_byte_s", per_byte, f"send() of {sizes} bytes on a loopback connection "
+      "drained on the other CPU: slope of the least-squares line (copy, checksum, "
+      "segmentation and the receive side on loopback)", n, unit="s/byte",
+      cost_field="send_per_byte_s")
+    m("send_small_s", samples[f"send_{SEND_SIZES[0]}"], f"one send() of {SEND_SIZES[0]} bytes "
+      "(one segment), its receive processing on loopback included (part of the server's "
+      "per-request work)", n)
+    m("wakeup_s", samples["wakeup_s"], "a blocking epoll_wait() that sleeps and is woken "
+      "from the other CPU, minus one that finds its event ready: the sleeper's context "
+      "switches", min(n, 5000), cost_field="wakeup_s")
+    m("wakeup_latency_s", samples["wakeup_latency_s"], "median delay from an event sent on "
+      "the other CPU to the return of a blocking epoll_wait() on an idle CPU, minus the same "
+      "delay for a task polling without sleeping: the time a woken task waits to run",
+      min(n, 1000), cost_field="wakeup_latency_s")
+    if nginx_plan is not None:
+        say("nginx per reply")
+        pairs = [nginx_cpu_per_reply(nginx_plan, server_cpu, client_cpu)
+                 for _ in range(max(2, repeats // 2))]
+        m("nginx_sleeps_per_reply", [p[1] for p in pairs], "the worker's voluntary context "
+          "switches (/proc/PID/status) per reply in the same runs: its epoll_wait calls that "
+          "slept", 1, unit="1")
+        m("nginx_cpu_per_reply_s", [p[0] for p in pairs], "nginx's worker CPU time "
+          "(/proc/PID/schedstat) per reply under httperf at {nginx_plan.rates_per_s[0]:g}/s for "
+          f"{nginx_plan.duration_s:g} s, {nginx_plan.file_size_bytes}-byte file, multi_accept "
+          "on, no quota: everything nginx pays for a connection on this host", 1)
+    return report
+
+
+def nginx_cpu_per_reply(plan: Any, server_cpu: int, client_cpu: int) -> tuple[float, float]:
+    """nginx's CPU seconds per reply below saturation and its sleeps per reply: its
+    worker's runtime and voluntary context switches over the httperf load of ``plan``
+    (the harness's ``Plan``, with one rate), divided by the replies
+    httperf counted."""
+    from acceptsim.measure import harness
+    from acceptsim.measure.httperf import parse_httperf
+
+    tools = harness.check_tools(need_taskset=True)
+    rate = plan.rates_per_s[0]
+    with harness.Nginx(plan, str(server_cpu), str(tools["nginx"])) as server:
+        workers = server.worker_pids()
+        if not workers:
+            raise HarnessError("nginx's worker pid could not be read")
+        before, sleeps_before = _runtime_ns(workers[0]), _sleeps(workers[0])
+        out = harness.run_httperfs(
+            harness.httperf_commands(plan, rate, server.uri), str(client_cpu),
+            plan.duration_s + plan.timeout_s + 30,
+        )
+        after, sleeps_after = _runtime_ns(workers[0]), _sleeps(workers[0])
+    replies = sum(r.totals.replies for text in out for r in parse_httperf(text))
+    if replies <= 0:
+        raise HarnessError("httperf counted no replies from nginx")
+    return (after - before) / replies / 1e9, (sleeps_after - sleeps_before) / replies
+
+
+def _sleeps(pid: int) -> int:
+    """The task's voluntary context switches so far (/proc/PID/status): its sleeps."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"/proc/{pid}/status: {exc}") from None
+    raise HarnessError(f"/proc/{pid}/status: no voluntary_ctxt_switches")
+
+
+def _runtime_ns(pid: int) -> int:
+    """The task's exact CPU time so far (/proc/PID/schedstat, first field, ns)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError) as exc:
+        raise HarnessError(f"/proc/{pid}/schedstat: {exc}") from None
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}" if math.isfinite(value) else "nan"
+
+
+def measured_dict(report: CostReport) -> dict[str, Any]:
+    """The report as a parameter file's ``[measured]`` table: ``host`` and one table
+    per measurement."""
+    out: dict[str, Any] = {"host": dict(vars(report.host))}
+    for meas in report.measurements:
+        out[meas.name] = {
+            "mean": meas.mean, "spread": meas.spread, "unit": meas.unit,
+            "repeats": len(meas.samples), "operations": meas.operations,
+            "samples": list(meas.samples), "method": meas.method,
+            **({"sets": meas.field} if meas.field else {}),
+        }
+    return out
+
+
+def measured_tables(measured: dict[str, Any]) -> str:
+    """``[measured.NAME]`` tables (TOML) of a ``[measured]`` table."""
+    lines: list[str] = []
+    for name, table in measured.items():
+        if not isinstance(table, dict):
+            continue
+        lines += ["", f"[measured.{name}]"]
+        for key, value in table.items():
+            if isinstance(value, list):
+                lines.append(f"{key} = [{', '.join(_toml_value(v) for v in value)}]")
+            else:
+                lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines).lstrip("\n")
+
+
+def to_toml(report: CostReport, command: str = "") -> str:
+    """A parameter file: the measured cost fields at top level (``--params`` reads
+    them; every other field keeps its default), each measurement under
+    ``[measured.NAME]`` and the host under ``[measured.host]``."""
+    host = report.host
+    lines = [
+        "# costs measured on this host by `acceptsim measure-costs`",
+        *([f"#   {command}"] if command else []),
+        f"# {host.date}, Linux {host.kernel}, {host.cpu_model} ({host.cpus} CPUs)",
+        "# each value: mean over repeats of (CPU time of a loop of the operation minus the",
+        "# same loop without the system call) / operations; spread = standard deviation",
+        *[f"# note: {n}" for n in report.notes],
+        "",
+    ]
+    for meas in report.measurements:
+        if meas.field is not None:
+            lines.append(f"{meas.field} = {meas.mean!r}  # +/- {_fmt(meas.spread)} "
+                         f"{meas.unit}, measured as {meas.name}")
+    lines += ["", measured_tables(measured_dict(report))]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return '"unknown"'
+    if isinstance(value, (int, float)):
+        return repr(value)
+    import json
+
+    return json.dumps(str(value))
+
+
+def table(report: CostReport) -> str:
+    """The measurements as a text table (microseconds)."""
+    rows = [f"{'cost':<24} {'mean':>10} {'spread':>9}  unit     sets"]
+    for meas in report.measurements:
+        scale, unit = {"s": (1e6, "us"), "s/byte": (1e9, "ns/byte"),
+                       "s/event": (1e6, "us/event")}.get(meas.unit, (1.0, meas.unit))
+        rows.append(f"{meas.name:<24} {meas.mean * scale:>10.3f} {meas.spread * scale:>9.3f}  "
+                    f"{unit:<8} {meas.field or '-'}")
+    return "\n".join(rows)
+
+
