@@ -20,6 +20,13 @@ from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import Params, param
 
+#: how the clients reach the server (``RunConfig.network``)
+NETWORKS = ("lan", "loopback")
+
+#: the per-packet costs of the listen path, which run on the CPU that receives a
+#: client's segment: the server's on a LAN, the client's own on loopback
+CLIENT_SEGMENT_COSTS = ("rx_segment_s", "syn_queue_s", "child_socket_s", "tx_segment_s")
+
 #: the shortest time a duration, warm-up, timeout or sampling interval may be (1 us: the
 #: CPU costs are of that order; a denormal 1e-320 s has no physical sense)
 MIN_TIME_S = 1e-6
@@ -176,6 +183,15 @@ class RunConfig(Params):
         doc="where the kernel's per-packet work runs on several CPUs: rss (the CPU the "
         "flow's hash picks, RSS/RPS) or cpu0 (all on CPU 0)",
     )
+    network: str = param(
+        "lan", unit="", choices=NETWORKS,
+        doc="how the clients reach the server: lan (their segments arrive from a NIC and "
+        "the server host's kernel receives them on its CPUs, as on the paper's testbeds) or "
+        "loopback (clients on the same host over lo: a segment's receive side runs on the "
+        "CPU that sent it, so the clients' SYNs, ACKs, requests and FINs cost the server's "
+        "CPUs nothing, while the receive side of the server's own sends is part of its "
+        "system calls' measured costs; `acceptsim measure` runs)",
+    )
     concurrency: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
         doc="a closed loop of this many users (wrk, ab): each opens its next connection as "
@@ -282,6 +298,14 @@ class RunConfig(Params):
                 allowed = "unknown key; allowed: " + ", ".join(sorted(names))
                 raise ConfigError(key, data[key], allowed)
         return dataclasses.replace(start, **start._followed(data))
+
+    def listen_costs(self) -> HostCosts:
+        """The costs the listen path charges the server's CPUs: ``costs``, with the
+        per-packet costs of the clients' segments at 0 on loopback (``network``), where
+        the clients' own CPUs receive them."""
+        if self.network == "loopback":
+            return dataclasses.replace(self.costs, **dict.fromkeys(CLIENT_SEGMENT_COSTS, 0.0))
+        return self.costs
 
     def build_server_params(self) -> Params:
         """The server's parameter set: its defaults updated by ``server_params``."""

@@ -135,6 +135,22 @@ class HostCosts(Params):
     epoll_ctl_s: float = param(
         1.0e-6, unit="s", ge=0.0, doc="epoll_ctl() registering an accepted connection"
     )
+    wakeup_latency_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="how long a task asleep (in epoll_wait, select or accept) waits to run once an "
+        "event wakes it, on an idle CPU: the inter-processor interrupt and the switch in (in "
+        "a virtual machine, the halted virtual CPU scheduled again); events that arrive "
+        "meanwhile are handled by the same wake-up.  Not CPU time of the task.  `acceptsim "
+        "measure-costs` measures it; 0 in the paper's sets",
+    )
+    wakeup_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="what an epoll_wait() that sleeps costs its caller when it is woken, beyond "
+        "one that finds its events ready: the switch out and back in (and, in a virtual "
+        "machine, the wake-up's inter-processor interrupt and halt exit); `acceptsim "
+        "measure-costs` measures it.  Charged by nginx; 0 in the paper's sets (not "
+        "measured there, and their fitted costs stand without it)",
+    )
 
     # -- TUX (kernel-mode server: no system-call crossings, no select) --------------
     tux_accept_s: float = param(

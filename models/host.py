@@ -39,6 +39,8 @@ class Host:
         spec = SERVERS[config.server]
         #: the host's processors (worker i runs on CPU i); ``cpu`` is the first
         self.cpus = [Cpu(env, spec.categories) for _ in range(config.cpus)]
+        for cpu in self.cpus:
+            cpu.wake_latency_s = config.costs.wakeup_latency_s
         self.cpu = self.cpus[0]
         #: the CFS limits: one per worker's cgroup, or one the workers share
         self.limits: list[Any] = []
@@ -64,7 +66,8 @@ class Host:
         self.custom_policy = policy
         if config.cpus == 1:  # the paper's uniprocessor host
             self.listen = ListenSocket(
-                env, self.cpu, config.costs, config.kernel, server_params.backlog, self.client
+                env, self.cpu, config.listen_costs(), config.kernel, server_params.backlog,
+                self.client,
             )
             #: every listening socket (one per worker with reuseport)
             self.listens = [self.listen]

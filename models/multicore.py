@@ -253,8 +253,8 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
                           "(each worker binds a policy of its own)")
 
     def socket() -> ListenSocket:
-        listen = ListenSocket(env, cpus[0], config.costs, config.kernel, server_params.backlog,
-                              client)
+        listen = ListenSocket(env, cpus[0], config.listen_costs(), config.kernel,
+                              server_params.backlog, client)
         if config.softirq == "rss":
             listen.spread_softirq(cpus)
         return listen

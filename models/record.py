@@ -306,6 +306,9 @@ METRICS: tuple[Metric, ...] = (
            "(with cpus > 1)", "config", lambda w: w.host.config.listen, present=_multicore),
     Metric("wakeup", "", "which workers a connection on a shared socket wakes (with cpus > 1)",
            "config", lambda w: w.host.config.wakeup, present=_multicore),
+    Metric("network", "", "how the clients reach the server: loopback (with network = "
+           "loopback; absent: lan)", "config", lambda w: w.host.config.network,
+           present=lambda w: w.host.config.network != "lan"),
     Metric("softirq", "", "where the kernel's per-packet work runs: rss or cpu0 (with "
            "cpus > 1)", "config", lambda w: w.host.config.softirq, present=_multicore),
     Metric("workers", "processes", "server processes, each on a CPU of its own (with "

@@ -92,6 +92,9 @@ class Cpu:
         self._category: str | None = None
         #: the task's CFS bandwidth limit, if any (:meth:`limit`)
         self.bandwidth: Bandwidth | None = None
+        #: how long a sleeping task waits to run once woken (:meth:`wake`): the wake-up's
+        #: inter-processor interrupt and the switch in, on an idle processor (s)
+        self.wake_latency_s = 0.0
         #: this processor's number on its host (0 for the first)
         self.number = env.attach_cpu(self)
 
@@ -122,16 +125,17 @@ class Cpu:
         self._resume_at(self.env.now)
 
     def wake(self) -> None:
-        """Make a sleeping task runnable now (no effect if it is running).  Under a
-        bandwidth limit (:meth:`limit`) a throttled task becomes runnable when its next
-        period starts."""
+        """Make a sleeping task runnable (no effect if it is running): it runs
+        ``wake_latency_s`` from now, or when the kernel's backlog is done if that is later
+        (kernel work charged meanwhile delays it further).  Under a bandwidth limit
+        (:meth:`limit`) a throttled task becomes runnable when its next period starts."""
         if self.task_end == INF and self._task is not None:
             if self.bandwidth is not None and self.bandwidth.hold_wake():
                 return
             now = self.clock.now
             free = self.kernel_free_at
             self._category = None
-            self.task_end = free if free > now else now
+            self.task_end = (free if free > now else now) + self.wake_latency_s
 
     def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from acceptsim.config_io import load_params_file, parse_int
+from acceptsim.config_io import load_measurements, load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
 from acceptsim.measure import series
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
@@ -21,8 +22,14 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("calibrate", help="fit cost parameters to measured runs")
     p.add_argument("runs", nargs="+", help="run directories, or folders holding them")
     p.add_argument("--out", required=True, help="parameter file to write (TOML)")
-    p.add_argument("--fit", default=",".join(cal.DEFAULT_FIT), help="cost parameters to fit")
-    p.add_argument("--params", default=None, help="starting cost parameters (TOML)")
+    p.add_argument("--fit", default=",".join(cal.DEFAULT_FIT),
+                   help="cost parameters to fit, each kept inside its bound: around its "
+                   "measurement if --params has one, else a physical range (default "
+                   f"{','.join(cal.DEFAULT_FIT)}); a fit that ends on a bound is reported as a "
+                   "missing mechanism and nothing is written")
+    p.add_argument("--params", default=None,
+                   help="starting cost parameters (TOML), e.g. from `acceptsim measure-costs`, "
+                   "whose measurements bound the fit and are carried into --out")
     p.add_argument("--include-client-limited", action="store_true",
                    help="also use runs whose clients limited the load")
     p.add_argument("--max-evaluations", default="60", help="simulator evaluations at most")
@@ -64,6 +71,7 @@ def main_calibrate(args: argparse.Namespace) -> int:
         raise ConfigError("--max-evaluations", args.max_evaluations, "an integer >= 1")
     runs = read_runs(args.runs)
     base = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
+    measurements = load_measurements(args.params) if args.params is not None else {}
     used = cal.usable(runs, args.include_client_limited)
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]
     result = cal.calibrate(
@@ -73,7 +81,14 @@ def main_calibrate(args: argparse.Namespace) -> int:
         seed=parse_int("seed", args.seed),
         jobs=parse_int("jobs", args.jobs),
         max_evaluations=evaluations,
+        measurements=measurements,
     )
+    if result.on_bound:  # a missing mechanism, not a calibration: nothing is written
+        for note in result.notes:
+            print("note:", note)
+        sys.stderr.write(f"acceptsim calibrate: error: {', '.join(result.on_bound)} ended on "
+                         f"its bound; {args.out} not written\n")
+        return 3
     write_text_atomic(args.out, result.to_toml())  # a failure leaves the old file whole
     for name, value in result.fitted.items():
         print(f"{name:20s} {value * 1e6:9.3f} us  +/- {result.stderr[name] * 1e6:.3f}")

@@ -49,9 +49,89 @@ COMPARED = {
 #: the servers a measured run can name, and the model that simulates each
 SERVER_MODELS = {"nginx": "nginx", "userver": "userver"}
 
-#: cost parameters fitted when none are named: the server's per-request cost and the
-#: kernel's per-packet cost, which set the capacity
-DEFAULT_FIT = ("request_s", "rx_segment_s")
+#: cost parameters fitted when none are named: the server's per-request work, which no
+#: microbenchmark isolates (``acceptsim measure-costs`` measures the system calls around
+#: it); the kernel's per-packet costs do not act on loopback runs (``RunConfig.network``)
+DEFAULT_FIT = ("request_s",)
+
+#: how many of a measurement's spreads a fitted measured cost may move from its mean
+MEASURED_BOUND_SPREADS = 3.0
+
+#: a fitted value this close to a bound (share of the bound's value) counts as on it
+ON_BOUND_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The physical range a fitted cost may take, and why (seconds)."""
+
+    low: float
+    high: float
+    reason: str
+
+
+#: what the hardware can do, for a cost without a measurement: a modern x86 core (a
+#: system call's entry and exit about 0.1-1 us; a loopback segment's receive path
+#: about 1-3 us); generous, so that a fit on one says a mechanism is missing
+PHYSICAL_BOUNDS = {
+    "rx_segment_s": Bound(0.2e-6, 10e-6, "a TCP segment's receive path (driver or lo, IP, "
+                          "TCP lookup) takes 1-3 us on a modern core"),
+    "syn_queue_s": Bound(0.2e-6, 20e-6, "a request sock and a SYN-ACK: a few us"),
+    "child_socket_s": Bound(0.2e-6, 20e-6, "a child socket cloned and queued: a few us"),
+    "tx_segment_s": Bound(0.2e-6, 10e-6, "one segment built and sent: 1-3 us"),
+    "accept_s": Bound(0.2e-6, 20e-6, "accept4() returning a socket: a system call and a "
+                      "file: a few us"),
+    "accept_empty_s": Bound(0.1e-6, 10e-6, "accept4() failing with EAGAIN: a system call"),
+    "epoll_base_s": Bound(0.1e-6, 10e-6, "epoll_wait() finding events ready: a system call"),
+    "epoll_per_event_s": Bound(0.01e-6, 2e-6, "one event copied out: tens of ns"),
+    "epoll_ctl_s": Bound(0.1e-6, 10e-6, "epoll_ctl(ADD): a system call and an rb-tree insert"),
+    "close_s": Bound(0.5e-6, 50e-6, "close() with its FIN: a few system-call and segment "
+                     "costs"),
+    "wakeup_s": Bound(0.0, 100e-6, "two context switches and an inter-processor interrupt"),
+    "request_s": Bound(1e-6, 1e-3, "a static one-packet request: read, parse, open and "
+                       "send a file: tens of us"),
+    "send_per_byte_s": Bound(0.01e-9, 10e-9, "a copy and a checksum: 0.1-1 ns per byte"),
+}
+
+#: for a cost neither measured nor in PHYSICAL_BOUNDS (the paper's servers' costs)
+GENERIC_BOUND = Bound(0.01e-6, 1e-3, "0.01 us to 1 ms (no physical bound stated)")
+
+
+def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> Bound:
+    """The bound a fit of cost ``name`` must stay in: around its measurement, if the
+    parameter file has one (``[measured.NAME]``: mean +/- MEASURED_BOUND_SPREADS spreads,
+    inside the physical bound), else the physical bound.  ``request_s``, which no
+    microbenchmark isolates, is capped by nginx's measured CPU per reply minus the
+    measured system calls every connection makes."""
+    physical = PHYSICAL_BOUNDS.get(name, GENERIC_BOUND)
+    measured = measured or {}
+    entry = next((m for m in measured.values() if isinstance(m, dict) and m.get("sets") == name),
+                 None)
+    if entry is not None:
+        mean, spread = float(entry["mean"]), float(entry["spread"])
+        width = MEASURED_BOUND_SPREADS * spread
+        return Bound(max(physical.low, mean - width), min(physical.high, mean + width),
+                     f"measured {mean * 1e6:.3g} +/- {spread * 1e6:.2g} us "
+                     f"({entry.get('method', 'acceptsim measure-costs')}), "
+                     f"+/- {MEASURED_BOUND_SPREADS:g} spreads")
+    total = measured.get("nginx_cpu_per_reply_s")
+    if name == "request_s" and isinstance(total, dict):
+        calls = {m.get("sets"): float(m["mean"]) for m in measured.values()
+                 if isinstance(m, dict) and m.get("sets") in ("accept_s", "epoll_ctl_s",
+                                                             "close_s", "epoll_base_s")}
+        high = float(total["mean"]) - sum(calls.values())
+        if high > physical.low:
+            return Bound(physical.low, high,
+                         f"at most nginx's measured CPU per reply ({float(total['mean']) * 1e6:.3g}"
+                         f" us) minus its measured accept, epoll_ctl, close and one epoll_wait "
+                         f"({sum(calls.values()) * 1e6:.3g} us)")
+    return physical
+
+
+def measured_fields(measured: dict[str, dict[str, Any]] | None) -> set[str]:
+    """The cost fields a parameter file's ``[measured]`` table sets."""
+    return {m["sets"] for m in (measured or {}).values()
+            if isinstance(m, dict) and isinstance(m.get("sets"), str)}
 
 
 def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
@@ -88,6 +168,9 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
             "duration_s": info.load.duration_s,
             "warmup_s": 0.0,
             "kernel": info.kernel.profile,
+            # nginx and httperf on one host: the clients' segments are received on their
+            # own CPUs (RunConfig.network)
+            "network": "loopback",
             "costs": costs,
             "seed": seed,
         }
@@ -133,6 +216,12 @@ class Calibration:
     runs_used: list[str]
     evaluations: int
     notes: list[str] = field(default_factory=list)
+    #: the bound each fitted cost was kept in
+    bounds: dict[str, Bound] = field(default_factory=dict)
+    #: the fitted costs that ended on a bound: a missing mechanism, not a result
+    on_bound: list[str] = field(default_factory=list)
+    #: the parameter file's measurements, carried into the written file
+    measured: dict[str, Any] = field(default_factory=dict)
 
     def to_toml(self) -> str:
         lines = [
@@ -143,9 +232,22 @@ class Calibration:
             lines.append(f"#   residual {run}: {res:+.2%}")
         for name, value in self.fitted.items():
             lines.append(f"#   {name} = {value:.4g} +/- {self.stderr[name]:.2g} s")
+            bound = self.bounds.get(name)
+            if bound is not None:
+                lines.append(f"#     bound [{bound.low:.3g}, {bound.high:.3g}] s: {bound.reason}")
+        for key, entry in self.measured.items():
+            name = entry.get("sets") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name not in self.fitted:
+                lines.append(f"#   {name} = {float(entry['mean']):.4g} +/- "
+                             f"{float(entry['spread']):.2g} {entry.get('unit', 's')}: measured "
+                             f"({key} in [measured]), not fitted")
         lines.append("")
         for name, value in self.costs.to_dict().items():
             lines.append(f"{name} = {value!r}")
+        if self.measured:
+            from acceptsim.measure.costs import measured_tables
+
+            lines += ["", measured_tables(self.measured)]
         return "\n".join(lines) + "\n"
 
 
@@ -160,16 +262,33 @@ def calibrate(
     seed: int = 1,
     jobs: int | None = 1,
     max_evaluations: int = 60,
+    measurements: dict[str, Any] | None = None,
 ) -> Calibration:
-    """Fit the named cost parameters so simulated reply rates match the measured ones."""
+    """Fit the named cost parameters so simulated reply rates match the measured ones,
+    each inside its bound (:func:`bounds_for`; ``measurements``: the parameter file's
+    ``[measured]`` table).  A fitted value that ends on its bound is listed in
+    ``on_bound``: a mechanism the model lacks, absorbed as a cost."""
+    from acceptsim.models.config import CLIENT_SEGMENT_COSTS
+
     names = [row["name"] for row in HostCosts.describe()]
     for name in fit:
         if name not in names:
             raise ConfigError("--fit", name, "cost parameter names: " + ", ".join(names))
+        if name in CLIENT_SEGMENT_COSTS:
+            raise ConfigError("--fit", name, "a cost that acts on these runs: on loopback "
+                              "the clients' segments are received on the clients' CPUs, so "
+                              f"{', '.join(CLIENT_SEGMENT_COSTS)} cost the server nothing")
     if not runs:
         raise ConfigError("runs", 0, "at least one measured run the clients did not limit")
+    bounds = {name: bounds_for(name, measurements) for name in fit}
+    for name, bound in bounds.items():
+        if not bound.low < bound.high:
+            raise ConfigError("--fit", name, f"a cost with room to fit (its bound "
+                              f"[{bound.low:.3g}, {bound.high:.3g}] s is empty: {bound.reason})")
     measured = np.array([r.record()["reply_rate_per_s"] for r in runs])
-    x0 = np.array([getattr(base, name) for name in fit]) * 1e6  # fit in microseconds
+    low = np.array([bounds[n].low for n in fit]) * 1e6  # fit in microseconds
+    high = np.array([bounds[n].high for n in fit]) * 1e6
+    x0 = np.clip(np.array([getattr(base, name) for name in fit]) * 1e6, low, high)
     evaluations = 0
 
     def costs_at(x: np.ndarray) -> HostCosts:
@@ -185,12 +304,15 @@ def calibrate(
     # The reply rate only moves with the costs near saturation, so start from
     # the best common scaling of the fitted costs on a coarse log grid.
     scales = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
-    scores = [float(np.sum(residual(x0 * s) ** 2)) for s in scales]
-    x0 = x0 * scales[int(np.argmin(scores))]
+    starts = [np.clip(x0 * s, low, high) for s in scales]
+    scores = [float(np.sum(residual(x) ** 2)) for x in starts]
+    x0 = starts[int(np.argmin(scores))]
+    # least_squares needs a start strictly inside the bounds
+    x0 = np.clip(x0, low + 1e-6 * (high - low), high - 1e-6 * (high - low))
     result = least_squares(
         residual,
         x0,
-        bounds=(np.full(len(fit), 0.01), np.full(len(fit), 1000.0)),
+        bounds=(low, high),
         diff_step=0.05,  # the objective is a simulation: difference over 5% steps
         max_nfev=max_evaluations,
         x_scale="jac",
@@ -205,6 +327,18 @@ def calibrate(
     except np.linalg.LinAlgError:
         errs = np.full(len(fit), math.nan)
     costs = costs_at(result.x)
+    on_bound = []
+    for name, x, lo, hi in zip(fit, result.x, low, high, strict=True):
+        # within ON_BOUND_SHARE of a bound's own value (of the range for a bound at 0)
+        at_low = x - lo <= ON_BOUND_SHARE * (lo if lo > 0 else hi - lo)
+        if at_low or hi - x <= ON_BOUND_SHARE * hi:
+            side = "lower" if at_low else "upper"
+            on_bound.append(name)
+            notes.append(
+                f"missing mechanism? {name} = {x:.4g} us ended on its {side} bound "
+                f"[{lo:.3g}, {hi:.3g}] us ({bounds[name].reason}): the runs ask for a "
+                "cost the hardware does not have"
+            )
     return Calibration(
         costs=costs,
         fitted={n: float(v) * 1e-6 for n, v in zip(fit, result.x, strict=True)},
@@ -213,6 +347,9 @@ def calibrate(
         runs_used=[r.path.name for r in runs],
         evaluations=evaluations,
         notes=notes,
+        bounds=bounds,
+        on_bound=on_bound,
+        measured=dict(measurements or {}),
     )
 
 

@@ -5,7 +5,8 @@ A worker's loop has the userver's three phases (see
 the interest set is registered once per connection (``epoll_ctl`` at
 accept), so a call costs a fixed part plus a part per *ready* event
 returned (at most ``epoll_events`` a call; the rest stay ready), not per descriptor
-held; with nothing ready it sleeps until an event arrives.  ``multi_accept off``
+held; with nothing ready it sleeps until an event arrives, and a call that slept
+costs ``wakeup_s`` more.  ``multi_accept off``
 accepts one connection per readiness of the listening socket (accept-limit 1);
 ``multi_accept on`` accepts until the queue is empty (accept-limit inf).  The
 accept-limit in the run configuration says which.
@@ -82,6 +83,8 @@ class Nginx(Userver):
     def __init__(self, host: Any, params: Any, policy: Any) -> None:
         #: epoll_ctl CPU owed, charged with the next epoll_wait (s)
         self.ctl_owed = 0.0
+        #: epoll_wait calls that slept (a real worker's voluntary context switches)
+        self.sleeps = 0
         #: accept events handled (ngx_reorder_accept_events' count)
         self.accept_events = 0
         #: the accept mutex (--wakeup mutex): the socket is in this worker's epoll set,
@@ -111,13 +114,18 @@ class Nginx(Userver):
             self._timed_out = False
             self.env.call_in(self.params.accept_mutex_delay_s, self._wait_expired,
                              self._wait_id)
+        slept = False
         while not self.ready and not self.listen_ready() and not self._timed_out:
+            slept = True
             yield BLOCK
         self._wait_id += 1  # the capped wait, if any, is over
         # the events it returns, at most epoll_events (those ready while it ran come too)
         cap = self.params.epoll_events - (1 if self.listen_ready() else 0)
         events = min(len(self.ready), cap) + (1 if self.listen_ready() else 0)
         cost = costs.epoll_base_s + costs.epoll_per_event_s * events
+        if slept:  # the switch out, the wake-up and the switch back in
+            cost += costs.wakeup_s
+            self.sleeps += 1
         if self.ctl_owed:
             cost += self.ctl_owed
             self.ctl_owed = 0.0
@@ -130,6 +138,20 @@ class Nginx(Userver):
         if held and not self.listen_ready():  # no accept events: release it now
             self.mutex.release(self)
         return ready
+
+    def own_counters(self) -> dict[str, float]:
+        """epoll_wait calls that slept."""
+        out = super().own_counters()
+        out["epoll_sleeps"] = self.sleeps
+        return out
+
+    def result_extras(self, diff: Any, window: float) -> dict[str, Any]:
+        """``epoll_sleeps_per_s``: epoll_wait calls that slept per second (what a real
+        worker's voluntary context switches count; ``acceptsim measure-costs`` measures
+        them per reply)."""
+        out = super().result_extras(diff, window)
+        out["epoll_sleeps_per_s"] = diff.own.get("epoll_sleeps", 0) / window
+        return out
 
     def _wait_expired(self, wait_id: int) -> None:
         if wait_id == self._wait_id:
