@@ -29,7 +29,8 @@ EXPECTED = {
     "prototype_policy.ipynb": ["policy_vs_static rows: 3", "share-of-queues", "regret cases: 6"],
     "sweep.ipynb": ["gain_10_vs_1"],
     "validate.ipynb": ["off_mape_within_15pct: True", "direction right at",
-                       "every_quota_mape_within_10pct: True", "cfs_within_5pct: True"],
+                       "every_quota_mape_within_10pct: True", "cfs_within_5pct: True",
+                       "policy_effect_within_noise: True"],
 }
 
 
