@@ -113,14 +113,17 @@ def test_an_empty_scenario_is_refused(tmp_path: Path, capsys: pytest.CaptureFixt
     ("[[expect]]\nwhat = 'no metric'\npaper = 1.0\n", "expect[0].metric"),
     ("[[expect]]\nmetric = 'reply_rate_per_s'\npaper = 'high'\n", "expect[0].paper"),
 ])  # fmt: skip
+@pytest.mark.parametrize("command", ["reproduce", "sweep"])
 def test_reproduce_checks_the_figure_and_the_published_numbers_before_any_run(
-    table: str, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    table: str, field: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     no_simulation: None,
 ) -> None:
+    """reproduce uses them; sweep does not, but a scenario it runs is refused as reproduce
+    would refuse it (a file with nonsense in it is not run as if it were sound)."""
     path = tmp_path / "bad.toml"
     path.write_text("name = 'bad'\ntitle = 't'\n[base]\nduration_s = 0.3\nwarmup_s = 0.1\n"
                     "[sweep]\nrate_per_s = [1000.0]\n" + table)
-    err = one_line_refusal(capsys, ["reproduce", str(path), "--out", str(tmp_path / "o")])
+    err = one_line_refusal(capsys, [command, str(path), "--out", str(tmp_path / "o")])
     assert f"bad: {field}" in err
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import runner
 from acceptsim.models.work import MAX_ATTEMPTS
@@ -111,6 +112,7 @@ def main(args: argparse.Namespace) -> int:
             max_replications=parse_int("max-replications", args.max_replications),
         )
     scenario = runner.load_scenario(args.scenario)
+    report.check_spec(scenario)  # a [plot] or [[expect]] reproduce would refuse: before any run
     out = Path(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
     started = time.perf_counter()
     try:
