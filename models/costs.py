@@ -143,6 +143,19 @@ class HostCosts(Params):
         "meanwhile are handled by the same wake-up.  Not CPU time of the task.  `acceptsim "
         "measure-costs` measures it; 0 in the paper's sets",
     )
+    wakeup_cold_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="what a task resumed after its CPU stood idle is charged beyond a warm "
+        "resumption, for a long idle: caches and, in a virtual machine, the halted vCPU's "
+        "state lost meanwhile; it grows as wakeup_cold_s * (1 - exp(-idle / "
+        "wakeup_cold_tau_s)) and is paid by nginx after a sleep and by any task resumed "
+        "after a CFS throttle.  `acceptsim measure-costs` fits it to a sleep's cost after "
+        "idle gaps of 0.2 to 10 ms; 0 in the paper's sets",
+    )
+    wakeup_cold_tau_s: float = param(
+        1e-3, unit="s", gt=0.0,
+        doc="the idle time over which wakeup_cold_s grows (see there; measured with it)",
+    )
     wakeup_s: float = param(
         0.0, unit="s", ge=0.0,
         doc="what an epoll_wait() that sleeps costs its caller when it is woken, beyond "

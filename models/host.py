@@ -14,6 +14,7 @@ from acceptsim.models import multicore, policies, record
 from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.models.kernel import ListenSocket
+from acceptsim.models.latency import ResponseTimes
 from acceptsim.models.multicore import Workers, sum_dicts
 from acceptsim.models.progress import advance
 from acceptsim.models.series import TimeSeries
@@ -41,6 +42,8 @@ class Host:
         self.cpus = [Cpu(env, spec.categories) for _ in range(config.cpus)]
         for cpu in self.cpus:
             cpu.wake_latency_s = config.costs.wakeup_latency_s
+            cpu.cold_s = config.costs.wakeup_cold_s
+            cpu.cold_tau_s = config.costs.wakeup_cold_tau_s
         self.cpu = self.cpus[0]
         #: the CFS limits: one per worker's cgroup, or one the workers share
         self.limits: list[Any] = []
@@ -92,14 +95,20 @@ class Host:
         if config.series_interval_s > 0:
             self.client.record_series(config.series_interval_s, config.duration_s)
         self._start: dict[str, Any] = {}
+        #: the client's response times, folded into a histogram past a bound
+        #: (:mod:`acceptsim.models.latency`): by the time series' sampler if there is
+        #: one, else by a timer
+        self.latency = ResponseTimes(self.client)
         #: the time series' sampler (None: ``timeseries_interval_s`` is 0)
         self.timeseries: TimeSeries | None = None
         if config.timeseries_interval_s > 0:
             self.timeseries = TimeSeries(
                 env, self.client, self.bound,
                 None if config.concurrency else config.rate_per_s,
-                config.timeseries_interval_s, config.duration_s,
+                config.timeseries_interval_s, config.duration_s, latency=self.latency,
             )  # fmt: skip
+        else:
+            self.latency.start_timer(env)
 
     def policy_for_worker(self, policy: Any) -> Any:
         """A policy for one worker: ``config.policy`` built, or the run's own policy

@@ -48,6 +48,7 @@ limit shared by the tasks of several CPUs (a cgroup holding several workers).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -95,6 +96,11 @@ class Cpu:
         #: how long a sleeping task waits to run once woken (:meth:`wake`): the wake-up's
         #: inter-processor interrupt and the switch in, on an idle processor (s)
         self.wake_latency_s = 0.0
+        #: what a task resumed after its processor stood idle is charged beyond a warm
+        #: resumption, for a long idle (s), and the idle time over which it grows (s):
+        #: ``cold_s * (1 - exp(-idle / cold_tau_s))`` (:meth:`cold_cost`)
+        self.cold_s = 0.0
+        self.cold_tau_s = 1.0
         #: this processor's number on its host (0 for the first)
         self.number = env.attach_cpu(self)
 
@@ -136,6 +142,13 @@ class Cpu:
             free = self.kernel_free_at
             self._category = None
             self.task_end = (free if free > now else now) + self.wake_latency_s
+
+    def cold_cost(self, idle_s: float) -> float:
+        """CPU seconds a task resumed after ``idle_s`` of idle processor is charged
+        beyond a warm resumption (the state its processor lost meanwhile)."""
+        if self.cold_s == 0.0 or idle_s <= 0.0:
+            return 0.0
+        return self.cold_s * (1.0 - math.exp(-idle_s / self.cold_tau_s))
 
     def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at
@@ -274,6 +287,8 @@ class Bandwidth:
             if self._stalled is not None:
                 category, rest = self._stalled
                 self._stalled = None
+                # the cut burst resumes on a processor that stood idle while throttled
+                rest += cpu.cold_cost(now - self._throttled_at)
                 cpu.task_time[category].used += rest
                 cpu._category = category
                 cpu.task_end = start + rest

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptsim.measure.harness import HarnessError
+from acceptsim.sim.errors import ConfigError
 
 #: the loopback address every benchmark uses
 ADDRESS = "127.0.0.1"
@@ -66,6 +67,12 @@ SEND_SIZES = (128, 4096, 16384, 65536)
 #: listen backlog asked for, so that none is dropped, and well below the usual limit of
 #: 1,024 open descriptors)
 ACCEPT_BATCH = 500
+
+#: idle gaps (s) before a sleeper is woken, over which a sleep's cost is measured: from
+#: a busy server's gaps between events to a CFS throttle's stall
+WAKEUP_GAPS_S = (0.2e-3, 1e-3, 3e-3, 10e-3)
+#: seconds each gap's benchmark runs per repeat (its count: this over the gap)
+WAKEUP_SECONDS = 1.0
 
 #: the load of the nginx benchmark: one-packet requests well below saturation
 NGINX_RATE_PER_S = 1000.0
@@ -232,8 +239,9 @@ def bench_epoll(n: int, ready: int) -> float:
             b.close()
 
 
-def epoll_fit(samples: dict[int, float]) -> tuple[float, float]:
-    """(base, per event) of the least-squares line through cost per call against events."""
+def line_fit(samples: dict[int, float]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through cost per call against a count
+    (ready events, or bytes sent)."""
     xs = list(samples)
     ys = [samples[x] for x in xs]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -486,6 +494,26 @@ def bench_wakeup(n: int, client_cpu: int, gap_s: float = 200e-6) -> float:
         b.close()
 
 
+def cold_fit(costs: dict[float, float]) -> tuple[float, float, float]:
+    """(warm, cold, tau) of the least-squares curve ``warm + cold * (1 - exp(-gap /
+    tau))`` through a sleep's cost against the idle gap before it (bounded: costs >= 0,
+    tau from 10 us to 100 ms)."""
+    import numpy as np
+    from scipy.optimize import curve_fit
+
+    # fitted in ms and us, where the numbers are of order one
+    gaps = np.array(sorted(costs)) * 1e3
+    values = np.array([costs[g] for g in sorted(costs)]) * 1e6
+
+    def curve(gap: Any, warm: float, cold: float, tau: float) -> Any:
+        return warm + cold * (1.0 - np.exp(-gap / tau))
+
+    start = (max(values[0], 0.0), max(values[-1] - values[0], 0.0), float(np.median(gaps)))
+    (warm, cold, tau), _ = curve_fit(curve, gaps, values, p0=start,
+                                     bounds=([0.0, 0.0, 1e-2], [1e3, 1e3, 100.0]))
+    return float(warm) * 1e-6, float(cold) * 1e-6, float(tau) * 1e-3
+
+
 def _stamp_every(sock: socket.socket, cpu: int, gap_s: float, count: int) -> None:
     """Peer: send the monotonic clock (8 bytes, ns) ``count`` times, ``gap_s`` apart."""
     pin(cpu)
@@ -540,7 +568,7 @@ def bench_wake_latency(n: int, client_cpu: int, gap_s: float = 1e-3) -> float:
 
 @dataclass
 class CostReport:
-    """Every measurement of one ``acceptsim measure costs``."""
+    """Every measurement of one ``acceptsim measure-costs``."""
 
     host: HostInfo
     measurements: list[Measurement] = field(default_factory=list)
@@ -564,13 +592,11 @@ def measure_costs(
 ) -> CostReport:
     """Run every microbenchmark ``repeats`` times (interleaved: repeat 1 of each, then
     repeat 2, ...) with the measuring thread pinned to ``server_cpu`` and any peer
-    pinned to ``client_cpu``; then, if ``nginx``, nginx's CPU per reply below
+    pinned to ``client_cpu``; then nginx's CPU per reply below
     saturation under ``nginx_plan`` (:func:`nginx_cpu_per_reply`; None: not measured)."""
     online = os.cpu_count() or 1
     for name, cpu in (("--server-cpu", server_cpu), ("--client-cpu", client_cpu)):
         if not 0 <= cpu < online:
-            from acceptsim.sim.errors import ConfigError
-
             raise ConfigError(name, cpu, f"a CPU number from 0 to {online - 1}")
     say = progress or (lambda _: None)
     report = CostReport(HostInfo.here())
@@ -607,7 +633,9 @@ def measure_costs(
             for size in SEND_SIZES:
                 add(f"send_{size}", bench_send(max(200, operations // (1 + size // 2048)),
                                                size, client_cpu))
-            add("wakeup_s", bench_wakeup(min(operations, 5000), client_cpu))
+            for gap in WAKEUP_GAPS_S:
+                count = max(20, min(operations, round(WAKEUP_SECONDS / gap)))
+                add(f"wakeup_after_{gap * 1e3:g}ms_s", bench_wakeup(count, client_cpu, gap))
             add("wakeup_latency_s", bench_wake_latency(min(operations, 1000), client_cpu))
     finally:
         os.sched_setaffinity(0, allowed)
@@ -623,7 +651,7 @@ def measure_costs(
       "accept4() on an empty non-blocking listener (EAGAIN)", n, cost_field="accept_empty_s")
     bases, slopes = [], []
     for rep in range(repeats):
-        base, slope = epoll_fit({k: samples[f"epoll_wait_{k}"][rep] for k in EPOLL_READY_COUNTS})
+        base, slope = line_fit({k: samples[f"epoll_wait_{k}"][rep] for k in EPOLL_READY_COUNTS})
         bases.append(base)
         slopes.append(slope)
     ready_counts = ", ".join(map(str, EPOLL_READY_COUNTS))
@@ -654,7 +682,7 @@ def measure_costs(
             )
             break
     per_byte = [
-        epoll_fit({s: samples[f"send_{s}"][rep] for s in SEND_SIZES[1:]})[1]
+        line_fit({s: samples[f"send_{s}"][rep] for s in SEND_SIZES[1:]})[1]
         for rep in range(repeats)
     ]
     sizes = ", ".join(map(str, SEND_SIZES[1:]))
@@ -665,9 +693,23 @@ def measure_costs(
     m("send_small_s", samples[f"send_{SEND_SIZES[0]}"], f"one send() of {SEND_SIZES[0]} bytes "
       "(one segment), its receive processing on loopback included (part of the server's "
       "per-request work)", n)
-    m("wakeup_s", samples["wakeup_s"], "a blocking epoll_wait() that sleeps and is woken "
-      "from the other CPU, minus one that finds its event ready: the sleeper's context "
-      "switches", min(n, 5000), cost_field="wakeup_s")
+    gap_names = {gap: f"wakeup_after_{gap * 1e3:g}ms_s" for gap in WAKEUP_GAPS_S}
+    for gap, name in gap_names.items():
+        m(name, samples[name], f"a blocking epoll_wait() that sleeps {gap * 1e3:g} ms and is "
+          "woken from the other CPU, minus one that finds its event ready: the sleeper's "
+          "context switches on a CPU that stood idle that long",
+          max(20, min(n, round(WAKEUP_SECONDS / gap))))
+    fits = [cold_fit({gap: samples[name][rep] for gap, name in gap_names.items()})
+            for rep in range(repeats)]
+    gaps = ", ".join(f"{gap * 1e3:g}" for gap in WAKEUP_GAPS_S)
+    curve = (f"least squares of warm + cold * (1 - exp(-gap / tau)) through the sleep's cost "
+             f"after idle gaps of {gaps} ms")
+    m("wakeup_s", [f[0] for f in fits], f"a sleep's cost after no idle time: {curve}", 1,
+      cost_field="wakeup_s")
+    m("wakeup_cold_s", [f[1] for f in fits], f"what a long idle adds to it: {curve}", 1,
+      cost_field="wakeup_cold_s")
+    m("wakeup_cold_tau_s", [f[2] for f in fits], f"the idle time it grows over: {curve}", 1,
+      cost_field="wakeup_cold_tau_s")
     m("wakeup_latency_s", samples["wakeup_latency_s"], "median delay from an event sent on "
       "the other CPU to the return of a blocking epoll_wait() on an idle CPU, minus the same "
       "delay for a task polling without sleeping: the time a woken task waits to run",

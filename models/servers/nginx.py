@@ -6,10 +6,10 @@ the interest set is registered once per connection (``epoll_ctl`` at
 accept), so a call costs a fixed part plus a part per *ready* event
 returned (at most ``epoll_events`` a call; the rest stay ready), not per descriptor
 held; with nothing ready it sleeps until an event arrives, and a call that slept
-costs ``wakeup_s`` more.  ``multi_accept off``
-accepts one connection per readiness of the listening socket (accept-limit 1);
-``multi_accept on`` accepts until the queue is empty (accept-limit inf).  The
-accept-limit in the run configuration says which.
+costs ``wakeup_s`` more, and more again the longer its CPU stood idle
+(``wakeup_cold_s``).  ``multi_accept off`` accepts one connection per readiness of
+the listening socket (accept-limit 1); ``multi_accept on`` accepts until the queue is
+empty (accept-limit inf).  The accept-limit in the run configuration says which.
 
 With several workers (``RunConfig.workers``) on one shared listening socket, the
 wake-up rule is nginx's configuration (facts from ``ngx_event.c`` and
@@ -115,6 +115,7 @@ class Nginx(Userver):
             self.env.call_in(self.params.accept_mutex_delay_s, self._wait_expired,
                              self._wait_id)
         slept = False
+        asleep_at = self.env.now
         while not self.ready and not self.listen_ready() and not self._timed_out:
             slept = True
             yield BLOCK
@@ -123,8 +124,9 @@ class Nginx(Userver):
         cap = self.params.epoll_events - (1 if self.listen_ready() else 0)
         events = min(len(self.ready), cap) + (1 if self.listen_ready() else 0)
         cost = costs.epoll_base_s + costs.epoll_per_event_s * events
-        if slept:  # the switch out, the wake-up and the switch back in
-            cost += costs.wakeup_s
+        if slept:  # the switch out, the wake-up and the switch back in, on a CPU that
+            # stood idle meanwhile
+            cost += costs.wakeup_s + self.cpu.cold_cost(self.env.now - asleep_at)
             self.sleeps += 1
         if self.ctl_owed:
             cost += self.ctl_owed

@@ -46,7 +46,7 @@ def report() -> mc.CostReport:
 
 
 def test_the_line_fit_recovers_a_known_base_and_slope() -> None:
-    base, slope = mc.epoll_fit({k: 0.8e-6 + 0.15e-6 * k for k in (1, 8, 32, 64)})
+    base, slope = mc.line_fit({k: 0.8e-6 + 0.15e-6 * k for k in (1, 8, 32, 64)})
     assert base == pytest.approx(0.8e-6)
     assert slope == pytest.approx(0.15e-6)
 
@@ -166,3 +166,63 @@ def test_the_host_costs_file_is_within_the_physical_bounds() -> None:
         if name in PHYSICAL_BOUNDS:
             bound = PHYSICAL_BOUNDS[name]
             assert bound.low <= table["mean"] <= bound.high, name
+
+
+def test_the_cold_cost_grows_with_the_idle_time_as_stated() -> None:
+    from acceptsim.sim import Cpu, Environment
+
+    cpu = Cpu(Environment(), ["work"])
+    assert cpu.cold_cost(5e-3) == 0.0  # none by default: the paper's hosts
+    cpu.cold_s, cpu.cold_tau_s = 60e-6, 2e-3
+    assert cpu.cold_cost(0.0) == 0.0
+    assert cpu.cold_cost(2e-3) == pytest.approx(60e-6 * (1 - math.exp(-1)))
+    assert cpu.cold_cost(1.0) == pytest.approx(60e-6)
+
+
+def test_a_burst_cut_by_a_throttle_resumes_paying_the_cold_cost() -> None:
+    """1 ms per 10 ms: the burst cut at 1 ms resumes at 10 ms after 9 ms idle and runs
+    cold_cost(9 ms) longer; the quota still bounds what the task uses per period."""
+    from acceptsim.sim import Cpu, Environment
+
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    cpu.cold_s, cpu.cold_tau_s = 100e-6, 3e-3
+    ends = []
+
+    def task():
+        while True:
+            yield "work", 3e-4
+            ends.append(env.now)
+
+    cpu.start(task())
+    cpu.limit(1e-3, 1e-2)
+    env.run(until=1.0)
+    cold = 100e-6 * (1 - math.exp(-9e-3 / 3e-3))
+    assert ends[3] == pytest.approx(1e-2 + 2e-4 + cold)
+    assert cpu.usage()["work"] == pytest.approx(0.1, rel=1e-9)
+
+
+def test_a_sleep_after_a_long_idle_costs_nginx_more() -> None:
+    """At 200/s the worker sleeps about 5 ms between connections (a long idle, nearly
+    the whole cold cost) and briefly between a reply and the client's close (little of
+    it); with epoll_wait's other costs at 0 its calls' CPU is wakeup_s per sleep without
+    the cold cost, and between wakeup_s plus a quarter and plus all of it with."""
+    common = dict(server="nginx", rate_per_s=200, duration_s=4.0, warmup_s=0.5,
+                  kernel="linux-modern", network="loopback")
+    free = CLUSTER1.replace(epoll_base_s=0.0, epoll_per_event_s=0.0, epoll_ctl_s=0.0,
+                            wakeup_s=10e-6)
+    warm = simulate(RunConfig(**common, costs=free))
+    cold = simulate(RunConfig(**common, costs=free.replace(wakeup_cold_s=80e-6,
+                                                            wakeup_cold_tau_s=1e-3)))
+    per_sleep_warm = warm["cpu_share"]["getevents"] / warm["epoll_sleeps_per_s"]
+    per_sleep_cold = cold["cpu_share"]["getevents"] / cold["epoll_sleeps_per_s"]
+    assert per_sleep_warm == pytest.approx(10e-6)
+    assert 10e-6 + 20e-6 < per_sleep_cold < 10e-6 + 80e-6
+
+
+def test_the_sleep_cost_curve_fit_recovers_known_values() -> None:
+    gaps = (0.2e-3, 1e-3, 3e-3, 10e-3)
+    warm, cold, tau = mc.cold_fit({g: 15e-6 + 70e-6 * (1 - math.exp(-g / 2e-3)) for g in gaps})
+    assert warm == pytest.approx(15e-6, rel=1e-3)
+    assert cold == pytest.approx(70e-6, rel=1e-3)
+    assert tau == pytest.approx(2e-3, rel=1e-3)
