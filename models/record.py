@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acceptsim.models import policies
+from acceptsim.models.latency import FOLD_THRESHOLD, RELATIVE_PRECISION
 from acceptsim.models.servers.base import ServerCounters
 from acceptsim.sim.cpu import KERNEL
-from acceptsim.sim.results import differences, ratio, summary_ms
+from acceptsim.sim.results import differences, ratio
 
 if TYPE_CHECKING:
     from acceptsim.models.host import Host
@@ -255,8 +256,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("conns_per_work_phase", "connections", "connections served per work phase", "server",
            lambda w: ratio(w.server.conns_worked, w.server.work_phases)),
     Metric("response_time_ms", "ms", "the replies' response times: mean, p50, p99, p999 (the "
-           "99.9th percentile) and max",
-           "client", lambda w: summary_ms(w.host.client.response_times)),
+           f"99.9th percentile) and max; exact up to {FOLD_THRESHOLD:,} replies, beyond them "
+           f"the percentiles within {RELATIVE_PRECISION:.1%} (a histogram: models.latency)",
+           "client", lambda w: w.host.latency.summary_ms()),
     Metric("open_connections_mean", "connections", "connections the server held open, on "
            "average over time", "server", lambda w: w.per_s(w.server.open_area)),
     Metric("client_timeouts_per_s", "connections/s", "connections httperf gave up on",

@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from acceptsim.models.client import Client
+from acceptsim.models.latency import ResponseTimes
 from acceptsim.sim.cpu import Cpu
 from acceptsim.sim.engine import Environment
 from acceptsim.sim.results import summary_ms
@@ -54,11 +55,14 @@ class TimeSeries:
 
     def __init__(
         self, env: Environment, client: Client, bound: Any, rate_per_s: float | None,
-        interval_s: float, end_s: float,
+        interval_s: float, end_s: float, latency: ResponseTimes | None = None,
     ) -> None:  # fmt: skip
         """``bound``: the policy as the server bound it (its live ``view`` of the server,
         its ``last_limit`` and ``last_budget_s``); ``rate_per_s``: the target rate when
-        the client has no rate profile (None: a closed loop, which has none)."""
+        the client has no rate profile (None: a closed loop, which has none);
+        ``latency``: the client's response times, which each sample folds once it has
+        read its interval's (:meth:`~acceptsim.models.latency.ResponseTimes.fold`)."""
+        self.latency = latency
         self.env = env
         self.client = client
         self.bound = bound
@@ -135,8 +139,11 @@ class TimeSeries:
         client = self.client
         times, timeouts = client.response_times, client.timeouts
         first, timeouts_before = self._client_last
-        self._client_last = (len(times), timeouts)
         latency = summary_ms(times[first:])
+        # the interval's times read: the list may be folded now (it then starts empty)
+        if self.latency is not None:
+            self.latency.fold()
+        self._client_last = (len(times), timeouts)
         profile = client.rate_profile
         target = self.rate_per_s if profile is None else profile.rate_at(now - interval / 2)
         if self._listens is None:  # the first sample: the kernel counters so far are all new

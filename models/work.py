@@ -23,6 +23,12 @@ MAX_ATTEMPTS = 1e8
 MAX_SERIES_POINTS = 1e6
 #: a server's threads and processes (Knot's threads, Flash's helpers, ...), each simulated
 MAX_PROCESSES = 100_000
+#: time-series rows (``timeseries_interval_s``: one per interval up to ``duration_s``) one
+#: run may make, whatever ``force``: a bound on memory, not on time.  A row costs about 5 kB
+#: by the time ``acceptsim run`` has printed it (a 10 s TUX run at 2,000/s with
+#: ``--timeseries 1e-4``, 100,000 rows, peaked 475 MB above the same run without), so the
+#: largest series allowed takes about half a GB
+MAX_TIMESERIES_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,30 @@ class Work:
     processes: float = 0.0
     #: the server parameters counted in ``processes``
     process_fields: tuple[str, ...] = ()
+
+
+def timeseries_rows(config: RunConfig) -> float:
+    """The rows of the run's time series (:class:`acceptsim.models.series.TimeSeries`
+    samples at every multiple of the interval up to ``duration_s``); 0 without one."""
+    interval = config.timeseries_interval_s
+    if not interval > 0:
+        return 0.0
+    return float(math.floor((config.duration_s + 1e-9) / interval))
+
+
+def check_timeseries_rows(config: RunConfig) -> None:
+    """Refuse a time series of more than :data:`MAX_TIMESERIES_ROWS` rows (a
+    :class:`~acceptsim.sim.errors.ConfigError`; ``force`` does not lift it)."""
+    rows = timeseries_rows(config)
+    if rows > MAX_TIMESERIES_ROWS:
+        shortest = config.duration_s / MAX_TIMESERIES_ROWS
+        raise ConfigError(
+            "timeseries_interval_s", config.timeseries_interval_s,
+            f"at most {MAX_TIMESERIES_ROWS:,} time-series rows per run (this one: "
+            f"{rows:,.0f} over duration_s={config.duration_s:g}), so an interval of at least "
+            f"{shortest:.3g} s here; a bound on memory (about 5 kB a row), which --force "
+            "does not lift",
+        )  # fmt: skip
 
 
 def estimate_work(config: RunConfig) -> Work:
@@ -70,7 +100,9 @@ FORCE_HINT = "--force (force=True from Python) runs it anyway"
 def check_work(config: RunConfig, force: bool = False) -> Work:
     """The run's :class:`Work`; beyond :data:`MAX_ATTEMPTS`, :data:`MAX_SERIES_POINTS` or
     :data:`MAX_PROCESSES` a :class:`~acceptsim.sim.errors.ConfigError` with the estimate
-    and how to lift the bound, unless ``force``."""
+    and how to lift the bound, unless ``force``; beyond :data:`MAX_TIMESERIES_ROWS` one
+    even with ``force`` (:func:`check_timeseries_rows`)."""
+    check_timeseries_rows(config)  # memory: whatever force
     work = estimate_work(config)
     if force:
         return work

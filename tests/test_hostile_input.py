@@ -116,8 +116,9 @@ def test_the_work_estimate_counts_attempts_profiles_background_and_series_points
     series = RunConfig(duration_s=10, timeseries_interval_s=0.5, series_interval_s=0.1)
     assert estimate_work(series).series_points == pytest.approx(120)
     with pytest.raises(ConfigError, match="time-series points"):
-        check_work(RunConfig(duration_s=10, timeseries_interval_s=1e-6))
-    check_work(RunConfig(duration_s=10, timeseries_interval_s=1e-6), force=True)
+        check_work(RunConfig(duration_s=10, series_interval_s=1e-6))
+    check_work(RunConfig(duration_s=10, series_interval_s=1e-6), force=True)
+    # time-series rows are bounded whatever force (memory): tests/test_bounded_memory.py
 
 
 def test_a_sweep_beyond_its_bounds_is_refused_before_anything_runs_or_is_written(

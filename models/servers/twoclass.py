@@ -41,12 +41,12 @@ import numpy as np
 from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
 from acceptsim.models.kernel import ListenSocket
+from acceptsim.models.latency import ResponseTimes
 from acceptsim.models.link import Link
 from acceptsim.models.servers.base import ACCEPT, ServerCounters, ServerHost
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, WORK, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.params import Params, param, summary_of
-from acceptsim.sim.results import summary_ms
 from acceptsim.sim.streams import Streams
 
 if TYPE_CHECKING:
@@ -194,6 +194,9 @@ class TwoClass(WorkerPool):
                 env, cpu, costs, client.profile, params.backlog, self.bg_client
             )
             self.bg_client.connect(bg_listen)
+            #: its response times, folded into a histogram past a bound (models.latency)
+            self.bg_latency = ResponseTimes(self.bg_client)
+            self.bg_latency.start_timer(env)
             self.bg = _Socket(bg_listen, self)
             self.bg.waiters.extend(_Worker(True) for _ in range(params.bg_workers))
             env.call_in(0.0, self._start_background)
@@ -317,7 +320,7 @@ class TwoClass(WorkerPool):
         out["background"] = {
             "reply_rate_per_s": bg.replies / window,
             "throughput_mb_per_s": bg.replies * p.bg_reply_bytes / window / 1e6,
-            "response_time_ms": summary_ms(bg.response_times),
+            "response_time_ms": self.bg_latency.summary_ms(),
             "connections": {
                 "attempted": bg.attempted,
                 "completed": bg.completed,
