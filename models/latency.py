@@ -1,8 +1,8 @@
 """A client's response times in bounded memory.
 
 The compiled client appends every reply's response time to a plain list
-(:attr:`acceptsim.models.client.Client.response_times`: nothing more on the per-reply
-path).  A list grows with simulated time (about 32 bytes a reply: 4 GB for the 1e8
+(``Client.response_times`` of :mod:`acceptsim.models.client`: nothing more on the
+per-reply path).  A list grows with simulated time (about 32 bytes a reply: 4 GB for the 1e8
 connection attempts a run may make), so :class:`ResponseTimes` *folds* it into a
 fixed-size histogram once it holds more than :data:`FOLD_THRESHOLD` values, and empties
 it.  It folds from a timer every :data:`FOLD_EVERY_S` of simulated time, or, when the
@@ -15,7 +15,7 @@ The histogram has log-spaced bins from :data:`LOWEST_S` to :data:`HIGHEST_S`, ea
 :data:`BIN_RATIO` times as wide as the one before, and keeps the exact count, sum, minimum
 and maximum beside them.  A summary (:meth:`ResponseTimes.summary_ms`) is then
 
-* exact, the very numbers :func:`acceptsim.sim.results.summary_ms` gives, while nothing
+* exact, the very numbers ``acceptsim.sim.results.summary_ms`` gives, while nothing
   has been folded (every run with at most :data:`FOLD_THRESHOLD` replies in its window);
 * after a fold: the count and maximum exact, the mean exact up to the rounding of the sum,
   and each percentile within :data:`RELATIVE_PRECISION` (0.1%) of numpy's linear
@@ -37,8 +37,9 @@ from acceptsim.sim.results import summary_ms
 FOLD_THRESHOLD = 1_000_000
 #: simulated seconds between two checks of the list's length (runs without a time series)
 FOLD_EVERY_S: Final = 1.0
-#: the bins' range, in seconds: a nanosecond to about 11 simulated days
+#: the bins' range, in seconds: from a nanosecond ...
 LOWEST_S: Final = 1e-9
+#: ... to about 11.6 simulated days
 HIGHEST_S: Final = 1e6
 #: each bin's upper edge over its lower one
 BIN_RATIO: Final = 1.002
@@ -65,7 +66,7 @@ def _bin_counts(values: Any) -> np.ndarray:
 class ResponseTimes:
     """The response times of one :class:`~acceptsim.models.client.Client`'s window: its
     list, folded into a histogram past ``threshold`` values (None: :data:`FOLD_THRESHOLD`,
-    read when it is made, so a test may lower it; or lower :attr:`threshold`)."""
+    read when it is made, so a test may lower it; or lower ``threshold``)."""
 
     def __init__(self, client: Any, threshold: int | None = None) -> None:
         self.client = client
@@ -114,7 +115,7 @@ class ResponseTimes:
         return self.folded + len(self.client.response_times)
 
     def summary_ms(self) -> dict[str, float | None]:
-        """:func:`acceptsim.sim.results.summary_ms` of every response time recorded: exact
+        """``acceptsim.sim.results.summary_ms`` of every response time recorded: exact
         while nothing is folded, else within :data:`RELATIVE_PRECISION` (module doc)."""
         times = self.client.response_times
         if self.counts is None:
