@@ -153,8 +153,9 @@ class HostCosts(Params):
         "idle gaps of 0.2 to 10 ms; 0 in the paper's sets",
     )
     wakeup_cold_tau_s: float = param(
-        1e-3, unit="s", gt=0.0,
-        doc="the idle time over which wakeup_cold_s grows (see there; measured with it)",
+        1e-3, unit="s", ge=0.0,
+        doc="the idle time over which wakeup_cold_s grows (see there; measured with it); 0: "
+        "all of it after any idle time",
     )
     wakeup_s: float = param(
         0.0, unit="s", ge=0.0,

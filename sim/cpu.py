@@ -148,6 +148,8 @@ class Cpu:
         beyond a warm resumption (the state its processor lost meanwhile)."""
         if self.cold_s == 0.0 or idle_s <= 0.0:
             return 0.0
+        if self.cold_tau_s <= 0.0:  # all of it after any idle time
+            return self.cold_s
         return self.cold_s * (1.0 - math.exp(-idle_s / self.cold_tau_s))
 
     def _resume_at(self, now: float) -> None:
