@@ -34,6 +34,7 @@ under ``[measured]``.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -494,16 +495,19 @@ def bench_wakeup(n: int, client_cpu: int, gap_s: float = 200e-6) -> float:
         b.close()
 
 
-def cold_fit(costs: dict[float, float]) -> tuple[float, float, float]:
+def cold_fit(costs: dict[float, float] | Sequence[tuple[float, float]]
+             ) -> tuple[float, float, float]:
     """(warm, cold, tau) of the least-squares curve ``warm + cold * (1 - exp(-gap /
-    tau))`` through a sleep's cost against the idle gap before it (bounded: costs >= 0,
-    tau from 10 us to 100 ms)."""
+    tau))`` through a sleep's cost against the idle gap before it (``costs``: gap -> cost,
+    or (gap, cost) points, several per gap; bounded: costs >= 0, tau from 10 us to
+    100 ms)."""
     import numpy as np
     from scipy.optimize import curve_fit
 
+    points = sorted(costs.items() if isinstance(costs, dict) else costs)
     # fitted in ms and us, where the numbers are of order one
-    gaps = np.array(sorted(costs)) * 1e3
-    values = np.array([costs[g] for g in sorted(costs)]) * 1e6
+    gaps = np.array([g for g, _ in points]) * 1e3
+    values = np.array([c for _, c in points]) * 1e6
 
     def curve(gap: Any, warm: float, cold: float, tau: float) -> Any:
         return warm + cold * (1.0 - np.exp(-gap / tau))
@@ -635,7 +639,7 @@ def measure_costs(
                                                size, client_cpu))
             for gap in WAKEUP_GAPS_S:
                 count = max(20, min(operations, round(WAKEUP_SECONDS / gap)))
-                add(f"wakeup_after_{gap * 1e3:g}ms_s", bench_wakeup(count, client_cpu, gap))
+                add(f"wakeup_after_{round(gap * 1e6)}us_s", bench_wakeup(count, client_cpu, gap))
             add("wakeup_latency_s", bench_wake_latency(min(operations, 1000), client_cpu))
     finally:
         os.sched_setaffinity(0, allowed)
@@ -693,17 +697,22 @@ def measure_costs(
     m("send_small_s", samples[f"send_{SEND_SIZES[0]}"], f"one send() of {SEND_SIZES[0]} bytes "
       "(one segment), its receive processing on loopback included (part of the server's "
       "per-request work)", n)
-    gap_names = {gap: f"wakeup_after_{gap * 1e3:g}ms_s" for gap in WAKEUP_GAPS_S}
+    gap_names = {gap: f"wakeup_after_{round(gap * 1e6)}us_s" for gap in WAKEUP_GAPS_S}
     for gap, name in gap_names.items():
         m(name, samples[name], f"a blocking epoll_wait() that sleeps {gap * 1e3:g} ms and is "
           "woken from the other CPU, minus one that finds its event ready: the sleeper's "
           "context switches on a CPU that stood idle that long",
           max(20, min(n, round(WAKEUP_SECONDS / gap))))
-    fits = [cold_fit({gap: samples[name][rep] for gap, name in gap_names.items()})
-            for rep in range(repeats)]
+    # one repeat's four points hardly fix three parameters: the curve is fitted to every
+    # repeat's points together, leaving out one repeat at a time (its samples; their mean
+    # is close to the fit to all, their spread shows the repeats' scatter)
+    fits = [cold_fit([(gap, samples[name][r]) for gap, name in gap_names.items()
+                      for r in range(repeats) if r != left_out])
+            for left_out in range(repeats)]
     gaps = ", ".join(f"{gap * 1e3:g}" for gap in WAKEUP_GAPS_S)
     curve = (f"least squares of warm + cold * (1 - exp(-gap / tau)) through the sleep's cost "
-             f"after idle gaps of {gaps} ms")
+             f"after idle gaps of {gaps} ms, every repeat's points but one (each sample "
+             "leaves out another)")
     m("wakeup_s", [f[0] for f in fits], f"a sleep's cost after no idle time: {curve}", 1,
       cost_field="wakeup_s")
     m("wakeup_cold_s", [f[1] for f in fits], f"what a long idle adds to it: {curve}", 1,
@@ -800,7 +809,8 @@ def measured_tables(measured: dict[str, Any]) -> str:
     for name, table in measured.items():
         if not isinstance(table, dict):
             continue
-        lines += ["", f"[measured.{name}]"]
+        key = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+        lines += ["", f"[measured.{key}]"]
         for key, value in table.items():
             if isinstance(value, list):
                 lines.append(f"{key} = [{', '.join(_toml_value(v) for v in value)}]")
@@ -838,8 +848,6 @@ def _toml_value(value: Any) -> str:
         return '"unknown"'
     if isinstance(value, (int, float)):
         return repr(value)
-    import json
-
     return json.dumps(str(value))
 
 

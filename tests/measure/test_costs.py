@@ -226,3 +226,11 @@ def test_the_sleep_cost_curve_fit_recovers_known_values() -> None:
     assert warm == pytest.approx(15e-6, rel=1e-3)
     assert cold == pytest.approx(70e-6, rel=1e-3)
     assert tau == pytest.approx(2e-3, rel=1e-3)
+
+
+def test_a_measurement_name_that_is_no_bare_key_reads_back(tmp_path) -> None:
+    rep = report()
+    rep.measurements.append(mc.Measurement("after_0.2ms_s", (1e-6, 2e-6), "s", "x", 10))
+    path = tmp_path / "costs.toml"
+    path.write_text(mc.to_toml(rep))
+    assert load_measurements(path)["after_0.2ms_s"]["samples"] == [1e-6, 2e-6]
