@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
-from acceptsim.models.config import WAKEUPS, WARMUP_RULE, RunConfig, default_text
+from acceptsim.models.config import NETWORKS, WAKEUPS, WARMUP_RULE, RunConfig, default_text
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.kernel import PROFILES
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
@@ -75,6 +75,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--softirq", default=None, choices=SOFTIRQ,
                    help="where the kernel's per-packet work runs: on the CPU the flow's hash "
                    f"picks (rss) or all on CPU 0 (default {d('softirq')})")
+    p.add_argument("--network", default=None, choices=NETWORKS,
+                   help="how the clients reach the server: lan (the server's CPUs receive "
+                   "their segments) or loopback (the clients' own CPUs do, as on `lo`) "
+                   f"(default {d('network')})")
     p.add_argument("--server-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the server's own parameters (repeatable)")
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
@@ -165,7 +169,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "cpus": (args.cpus, lambda t: parse_int("cpus", t)),
         "workers": (args.workers, lambda t: parse_int("workers", t)),
         "listen": (args.listen, str), "wakeup": (args.wakeup, str),
-        "softirq": (args.softirq, str),
+        "softirq": (args.softirq, str), "network": (args.network, str),
     }  # fmt: skip
     fields.update({name: read(text) for name, (text, read) in given.items() if text is not None})
     if args.timeseries is not None:

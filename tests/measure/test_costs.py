@@ -234,3 +234,18 @@ def test_a_measurement_name_that_is_no_bare_key_reads_back(tmp_path) -> None:
     path = tmp_path / "costs.toml"
     path.write_text(mc.to_toml(rep))
     assert load_measurements(path)["after_0.2ms_s"]["samples"] == [1e-6, 2e-6]
+
+
+def test_the_command_line_and_python_give_one_answer_on_loopback(capsys) -> None:
+    import json
+
+    from acceptsim.cli import main
+
+    assert main(["run", "--server", "nginx", "--rate", "3000", "--duration", "0.5",
+                 "--warmup", "0.1", "--network", "loopback", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    py = simulate(RunConfig(server="nginx", rate_per_s=3000, duration_s=0.5, warmup_s=0.1,
+                            network="loopback"))
+    assert cli["network"] == "loopback"
+    assert cli["reply_rate_per_s"] == py["reply_rate_per_s"]
+    assert cli["cpu_share"]["kernel"] == py["cpu_share"]["kernel"] == 0.0
