@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -147,6 +148,19 @@ def test_the_sampler_runs_on_the_client_cpus_only() -> None:
     assert os.sched_getaffinity(0) != {cpu}  # the measuring process itself is not pinned
 
 
+#: a child that uses about 20 ms of CPU, then sleeps
+BUSY_THEN_SLEEP = ("import time\nt = time.process_time()\n"
+                   "while time.process_time() - t < 0.02:\n    pass\ntime.sleep(30)\n")
+
+
+def _wait_for_runtime(pid: int, ns: int) -> None:
+    """Until the task has run ``ns`` nanoseconds (its schedstat), at most 10 s."""
+    deadline = time.monotonic() + 10.0
+    while int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) < ns:
+        assert time.monotonic() < deadline, "the busy child did not run"
+        time.sleep(0.01)
+
+
 def test_the_cgroups_usage_is_read_from_each_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,8 +181,11 @@ def test_the_cgroups_usage_is_read_from_each_version(
                 continue
             # v1 without cpuacct beside cpu (as here): its tasks' schedstat run times
             assert group.usage_us() == 0
-            task = subprocess.Popen(["sleep", "30"])  # killed with the group on exit
+            # a task that has run for a few ms (a fresh `sleep` may have used under 1 us's
+            # worth of a microsecond count), then sleeps; killed with the group on exit
+            task = subprocess.Popen([sys.executable, "-c", BUSY_THEN_SLEEP])
             try:
+                _wait_for_runtime(task.pid, 5_000_000)
                 (group.dir / "cgroup.procs").write_text(str(task.pid))
                 schedstat = Path(f"/proc/{task.pid}/schedstat")
                 before = int(schedstat.read_text().split()[0])
