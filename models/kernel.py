@@ -301,6 +301,10 @@ class ListenSocket:
         self.cookies_sent = 0
         self.requests_expired = 0
         self.requests_reset = 0
+        #: retransmitted SYNs that arrived, and SYN-ACKs retransmitted (together what
+        #: nstat counts as TcpExtTCPSynRetrans on a host whose clients are local)
+        self.syn_retransmits = 0
+        self.synack_retransmits = 0
         self.max_accept_len = 0
         self.max_syn_len = 0
 
@@ -319,6 +323,8 @@ class ListenSocket:
     # -- arrivals from the network ------------------------------------------
     def syn(self, conn: Connection) -> None:
         """A SYN (first or retransmitted) arrives."""
+        if conn.syn_sent > 1:
+            self.syn_retransmits += 1
         full_accept = len(self.accept_queue) > self.backlog
         cookie = False
         if self.syn_len >= self.syn_capacity:
@@ -445,6 +451,7 @@ class ListenSocket:
             conn.state = CLOSED
             return
         conn.synack_rtx += 1
+        self.synack_retransmits += 1
         if conn.young:
             conn.young = False
             self.syn_young -= 1

@@ -38,6 +38,9 @@ COLUMNS = (
     # the kernel's counters as nstat names them (TcpExtListenOverflows, TcpExtListenDrops;
     # every listening socket) and the ms the server's CPUs were busy (tasks and kernel)
     "listen_overflows_per_s", "listen_drops_per_s", "server_cpu_busy_ms",
+    # retransmitted SYNs that reached the server and SYN-ACKs it retransmitted
+    # (TcpExtTCPSynRetrans as a host whose clients are local counts them)
+    "syn_retrans_per_s",
 )  # fmt: skip
 
 #: a sample may land this close past the run's end (float noise of summed intervals)
@@ -99,7 +102,8 @@ class TimeSeries:
 
     def _kernel_counters(self) -> tuple[float, ...]:
         """Cumulative: throttled periods, seconds throttled, seconds the limited tasks
-        used, ListenOverflows, ListenDrops, and seconds the CPUs were busy."""
+        used, ListenOverflows, ListenDrops, seconds the CPUs were busy, and SYNs and
+        SYN-ACKs retransmitted."""
         periods, throttled = 0, 0.0
         for limit in self._limits:
             counts = limit.counters()
@@ -107,12 +111,13 @@ class TimeSeries:
             throttled += counts["throttled_s"]
         used = sum(cpu.task_seconds() for cpu in self._limited)
         busy = sum(sum(cpu.usage().values()) for cpu in self._cpus)
-        overflows = drops = 0
+        overflows = drops = retransmits = 0
         for listen in self._listens or ():
             counts = listen.drop_counts()
             overflows += counts["accept_q_full"] + counts["listen_overflow"]
             drops += sum(counts.values())
-        return periods, throttled, used, overflows, drops, busy
+            retransmits += listen.syn_retransmits + listen.synack_retransmits
+        return periods, throttled, used, overflows, drops, busy, retransmits
 
     def _find_listens(self) -> list[Any]:
         """Every worker's listening socket, each once (one shared socket, or one each with
@@ -165,7 +170,7 @@ class TimeSeries:
             finite_or_none(self.bound.last_budget_s), latency["p50"], latency["p99"],
             (timeouts - timeouts_before) / interval, periods, throttled_ms, usage_ms,
             (after[3] - before[3]) / interval, (after[4] - before[4]) / interval,
-            1e3 * (after[5] - before[5]),
+            1e3 * (after[5] - before[5]), (after[6] - before[6]) / interval,
         )  # fmt: skip
         columns = self.columns
         for key, value in zip(COLUMNS, row, strict=True):

@@ -91,7 +91,7 @@ REQUIRED = ("time_s", "interval_s")
 #: columns the simulator's time series has under the same name and meaning
 SHARED = (
     "reply_rate_per_s", "accept_queue_len", "throttled_periods", "throttled_ms", "usage_ms",
-    "listen_overflows_per_s", "listen_drops_per_s", "server_cpu_busy_ms",
+    "listen_overflows_per_s", "listen_drops_per_s", "server_cpu_busy_ms", "syn_retrans_per_s",
 )  # fmt: skip
 #: the kernel counters sampled (nstat names) and the rate column of each
 NETSTAT_COLUMNS = {
@@ -390,7 +390,7 @@ def mean_table(measured: pd.DataFrame, simulated: pd.DataFrame) -> pd.DataFrame:
     end = float(simulated["time_s"].max()) if len(simulated) else 0.0
     part = measured[measured["time_s"] <= end + 1e-9]
     rows = []
-    for name in (*SHARED, "syn_retrans_per_s"):
+    for name in SHARED:
         m = pd.to_numeric(part[name], errors="coerce") if name in part else None
         s = pd.to_numeric(simulated[name], errors="coerce") if name in simulated else None
         rows.append({
