@@ -148,11 +148,16 @@ def paired(
     return ax
 
 
-def _save(fig: Any, path: Path) -> Path:
-    """Write a figure atomically (:func:`acceptsim.sim.files.atomic_path`)."""
+def save_figure(fig: Any, path: str | Path, dpi: int = 110, **savefig: Any) -> Path:
+    """Write a figure atomically (:func:`acceptsim.sim.files.atomic_path`): a reader never
+    sees a half-written file, and a failure leaves the old one whole."""
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    return path
+        fig.savefig(tmp, dpi=dpi, **savefig)
+    return Path(path)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    return save_figure(fig, path, bbox_inches="tight")
 
 
 def plot_sweep(

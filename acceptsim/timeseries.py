@@ -49,9 +49,8 @@ def plot_timeseries(result: dict[str, Any], path: str | Path | None = None, ax: 
     top.set_title(title)
     fig.tight_layout()
     if path is not None:
-        from acceptsim.sim.files import atomic_path
+        from acceptsim.plots import save_figure
 
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=100)
+        save_figure(fig, path, dpi=100)
         plt.close(fig)
     return fig

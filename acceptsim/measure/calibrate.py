@@ -97,6 +97,16 @@ PHYSICAL_BOUNDS = {
 GENERIC_BOUND = Bound(0.01e-6, 1e-3, "0.01 us to 1 ms (no physical bound stated)")
 
 
+#: the system calls every connection makes, which nginx's measured CPU per reply includes
+CONNECTION_CALLS = ("accept_s", "epoll_ctl_s", "close_s", "epoll_base_s")
+
+
+def measurement_of(name: str, measured: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``[measured]`` table that sets cost field ``name`` (its ``sets``), or None."""
+    return next((m for m in (measured or {}).values()
+                 if isinstance(m, dict) and m.get("sets") == name), None)
+
+
 def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> Bound:
     """The bound a fit of cost ``name`` must stay in: around its measurement, if the
     parameter file has one (``[measured.NAME]``: mean +/- MEASURED_BOUND_SPREADS spreads,
@@ -104,9 +114,7 @@ def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> 
     microbenchmark isolates, is capped by nginx's measured CPU per reply minus the
     measured system calls every connection makes."""
     physical = PHYSICAL_BOUNDS.get(name, GENERIC_BOUND)
-    measured = measured or {}
-    entry = next((m for m in measured.values() if isinstance(m, dict) and m.get("sets") == name),
-                 None)
+    entry = measurement_of(name, measured)
     if entry is not None:
         mean, spread = float(entry["mean"]), float(entry["spread"])
         width = MEASURED_BOUND_SPREADS * spread
@@ -114,24 +122,17 @@ def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> 
                      f"measured {mean * 1e6:.3g} +/- {spread * 1e6:.2g} us "
                      f"({entry.get('method', 'acceptsim measure-costs')}), "
                      f"+/- {MEASURED_BOUND_SPREADS:g} spreads")
-    total = measured.get("nginx_cpu_per_reply_s")
+    total = (measured or {}).get("nginx_cpu_per_reply_s")
     if name == "request_s" and isinstance(total, dict):
-        calls = {m.get("sets"): float(m["mean"]) for m in measured.values()
-                 if isinstance(m, dict) and m.get("sets") in ("accept_s", "epoll_ctl_s",
-                                                             "close_s", "epoll_base_s")}
-        high = float(total["mean"]) - sum(calls.values())
+        calls = sum(float(m["mean"]) for m in
+                    (measurement_of(c, measured) for c in CONNECTION_CALLS) if m is not None)
+        high = float(total["mean"]) - calls
         if high > physical.low:
             return Bound(physical.low, high,
                          f"at most nginx's measured CPU per reply ({float(total['mean']) * 1e6:.3g}"
                          f" us) minus its measured accept, epoll_ctl, close and one epoll_wait "
-                         f"({sum(calls.values()) * 1e6:.3g} us)")
+                         f"({calls * 1e6:.3g} us)")
     return physical
-
-
-def measured_fields(measured: dict[str, dict[str, Any]] | None) -> set[str]:
-    """The cost fields a parameter file's ``[measured]`` table sets."""
-    return {m["sets"] for m in (measured or {}).values()
-            if isinstance(m, dict) and isinstance(m.get("sets"), str)}
 
 
 def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:

@@ -448,10 +448,9 @@ def plot_comparison(comparison: Comparison, path: str | Path | None = None) -> A
                  f"{comparison.interval_s:g} s intervals", fontsize="medium")
     fig.tight_layout()
     if path is not None:
-        from acceptsim.sim.files import atomic_path
+        from acceptsim.plots import save_figure
 
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=100)
+        save_figure(fig, path, dpi=100)
         plt.close(fig)
     return fig
 
