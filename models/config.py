@@ -162,8 +162,9 @@ class RunConfig(Params):
     )
     workers: int = param(
         0, unit="processes", ge=1, le=MAX_CPUS, rule=(WORKERS_RULE, _workers),
-        doc="server processes, worker i pinned to CPU i (at most cpus; more than one for a "
-        "server that `acceptsim servers` lists with wake-up rules)",
+        doc="server processes, worker i pinned to CPU i mod cpus (more workers than cpus "
+        "share CPUs, scheduled as Linux does: sim.cpu.Core); more than one for a server that "
+        "`acceptsim servers` lists with wake-up rules",
     )
     listen: str = param(
         "shared", unit="", choices=LAYOUTS,
@@ -234,7 +235,8 @@ class RunConfig(Params):
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
         self._check_workers()
-        limit = 1 if self.cpu_quota_scope == "worker" or self.workers == 1 else self.workers
+        limit = (1 if self.cpu_quota_scope == "worker" or self.workers == 1
+                 else min(self.workers, self.cpus))
         if self.cpu_quota > limit:
             raise ConfigError("cpu_quota", self.cpu_quota,
                               f"at most {limit} CPU{'s' if limit > 1 else ''} (the CPUs the "
@@ -263,10 +265,12 @@ class RunConfig(Params):
     def _check_workers(self) -> None:
         """The multi-core settings against each other and the server."""
         spec = SERVERS[self.server]
-        if self.workers > self.cpus:
-            raise ConfigError("workers", self.workers,
-                              f"at most cpus ({self.cpus}): each worker is pinned to a CPU "
-                              "of its own")
+        if (self.workers > self.cpus and self.cpu_quota
+                and self.cpu_quota_scope == "worker"):
+            raise ConfigError("cpu_quota_scope", self.cpu_quota_scope,
+                              f"server with more workers ({self.workers}) than cpus "
+                              f"({self.cpus}): workers sharing a CPU are limited as one "
+                              "cgroup (a cgroup per worker on a shared CPU is not modelled)")
         if self.workers > 1:
             if not spec.wakeups:
                 several = ", ".join(n for n, s in SERVERS.items() if s.wakeups)

@@ -38,8 +38,11 @@ class Host:
         self.env = env = Environment()
         self.streams = streams = Streams(config.seed)
         spec = SERVERS[config.server]
-        #: the host's processors (worker i runs on CPU i); ``cpu`` is the first
-        self.cpus = [Cpu(env, spec.categories) for _ in range(config.cpus)]
+        #: what each worker runs on (worker i on ``cpus[i]``): its CPU, or with more
+        #: workers than CPUs its Context on CPU i mod cpus (the first ``config.cpus`` are
+        #: the processors' first Contexts, which their kernel work is charged to);
+        #: ``cpu`` is the first
+        self.cpus: list[Cpu] = multicore.processors(env, spec.categories, config)
         for cpu in self.cpus:
             cpu.wake_latency_s = config.costs.wakeup_latency_s
             cpu.cold_s = config.costs.wakeup_cold_s
@@ -67,7 +70,7 @@ class Host:
         )
         server_params = config.build_server_params()
         self.custom_policy = policy
-        if config.cpus == 1:  # the paper's uniprocessor host
+        if config.cpus == 1 and config.workers == 1:  # the paper's uniprocessor host
             self.listen = ListenSocket(
                 env, self.cpu, config.listen_costs(), config.kernel, server_params.backlog,
                 self.client,

@@ -127,6 +127,24 @@ class KernelProfile(Params):
         doc="retransmissions after which a closed (orphaned) client socket is destroyed",
     )
 
+    sched_slice_s: float = param(
+        0.06,
+        unit="s",
+        gt=0.0,
+        le=1.0,
+        doc="the scheduler's slice: run time a task picked to run keeps the processor for "
+        "before a task waiting beside it gets it (workers sharing a CPU; sim.cpu.Core).  "
+        "2.4: a nice-0 task's timeslice, 6 ticks at HZ=100; EEVDF (6.6+): base_slice_ns, "
+        "0.75 ms x (1 + log2 of the online CPUs, at most 8)",
+    )
+    sched_tick_s: float = param(
+        0.01,
+        unit="s",
+        gt=0.0,
+        le=1.0,
+        doc="the server kernel's scheduler tick (1/HZ), at which a used-up slice is noticed",
+    )
+
     def syn_queue_capacity(self, backlog: int) -> int:
         return backlog if self.syn_queue_is_backlog else self.max_syn_backlog
 
@@ -165,6 +183,10 @@ LINUX_MODERN = KernelProfile(
     synack_rto_s=1.0,
     client_timer_tick_s=0.0,
     synq_timer_s=0.0,
+    # EEVDF's base slice on 2-3 online CPUs (this project's measuring host) and HZ=250
+    # (Debian's kernels and that host's)
+    sched_slice_s=0.0015,
+    sched_tick_s=0.004,
 )
 PROFILES: dict[str, KernelProfile] = {p.name: p for p in (LINUX_24, LINUX_MODERN)}
 PROFILE_SUMMARIES = {

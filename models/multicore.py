@@ -2,11 +2,14 @@
 the sum of the workers for the run's record.
 
 On a host of several CPUs (``RunConfig.cpus``) the server runs as ``workers``
-processes, each pinned to a CPU of its own (worker ``i`` on CPU ``i``), each running
-the server's own loop with its own accept phase and its own bound accept policy.  The
-kernel's per-packet work runs on the CPU the flow's hash picks (receive-side scaling
-or RPS; ``softirq = "rss"``) or all on CPU 0 (``"cpu0"``), and takes that CPU from
-the worker pinned there only.
+processes, worker ``i`` pinned to CPU ``i mod cpus``, each running the server's own
+loop with its own accept phase and its own bound accept policy.  Workers that
+outnumber the CPUs share them: each worker's task is a
+:class:`~acceptsim.sim.cpu.Context` and a CPU's tasks are scheduled by its
+:class:`~acceptsim.sim.cpu.Core`, as Linux's fair scheduler does (:func:`processors`).
+The kernel's per-packet work runs on the CPU the flow's hash picks (receive-side
+scaling or RPS; ``softirq = "rss"``) or all on CPU 0 (``"cpu0"``), and takes that CPU
+from the worker running there only.
 
 Two layouts of listening sockets (``RunConfig.listen``):
 
@@ -22,8 +25,9 @@ Two layouts of listening sockets (``RunConfig.listen``):
     worker's ready list (:class:`~acceptsim.models.servers.base.SharedAcceptPhase`),
     and the walk stops at the first worker that is asleep in ``epoll_wait``, which it
     wakes (``ep_poll_callback`` reports an exclusive wake-up only when its epoll has a
-    waiter).  Busy workers before it have the readiness queued: they accept at their
-    next ``epoll_wait``, or find the queue emptied and pay a failed accept.
+    waiter; a worker woken and waiting for its CPU has left the epoll's wait queue).
+    Busy workers before it have the readiness queued: they accept at their next
+    ``epoll_wait``, or find the queue emptied and pay a failed accept.
   - ``all``: every worker watching the socket is told, and every one asleep is woken
     (``select``/``poll``, or epoll without ``EPOLLEXCLUSIVE``: the thundering herd);
     all but one may find the queue empty.
@@ -62,13 +66,17 @@ from acceptsim.models.servers.base import (
     ServerCounters,
     ServerHost,
 )
-from acceptsim.sim.cpu import INF
+from acceptsim.sim.cpu import Context, Core, Cpu
 from acceptsim.sim.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from acceptsim.models.config import RunConfig
     from acceptsim.models.connection import Connection
     from acceptsim.models.host import Host
     from acceptsim.models.servers.spec import ServerSpec
+    from acceptsim.sim.engine import Environment
 
 #: the listening-socket layouts (``RunConfig.listen``)
 LAYOUTS = ("shared", "reuseport")
@@ -124,21 +132,21 @@ class SharedListen:
             for w in self.workers:  # the wait queue, in registration order
                 w.acceptor.notified = True
                 cpu = w.cpu
-                if cpu.task_end == INF:  # asleep in epoll_wait: woken, the walk ends
+                if cpu.asleep():  # asleep in epoll_wait: woken, the walk ends
                     cpu.wake()
                     return
         elif wakeup == WAKE_ALL:
             for w in self.workers:
                 w.acceptor.notified = True
                 cpu = w.cpu
-                if cpu.task_end == INF:
+                if cpu.asleep():
                     cpu.wake()
         elif wakeup == WAKE_MUTEX:  # every worker whose set holds the socket
             for w in self.workers:
                 if w.watching:
                     w.acceptor.notified = True
                     cpu = w.cpu
-                    if cpu.task_end == INF:
+                    if cpu.asleep():
                         cpu.wake()
         elif self.waiters:  # WAKE_BLOCKING
             self.waiters.popleft().cpu.wake()
@@ -238,6 +246,22 @@ def sum_dicts(dicts: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: sum(d[k] for d in dicts) for k in dicts[0]}
 
 
+def processors(env: Environment, categories: Iterable[str], config: RunConfig) -> list[Cpu]:
+    """What the workers of a run configured by ``config`` run on, worker i on the i-th:
+    one :class:`~acceptsim.sim.cpu.Cpu` per CPU when every worker has a CPU of its own;
+    with more workers than CPUs, a :class:`~acceptsim.sim.cpu.Context` per worker, worker i
+    on CPU ``i mod cpus``, the tasks of each CPU scheduled by a
+    :class:`~acceptsim.sim.cpu.Core` (the kernel profile's ``sched_slice_s`` and
+    ``sched_tick_s``).  The first ``cpus`` of the list are the CPUs' first tasks, to which
+    each CPU's kernel work is charged."""
+    if config.workers <= config.cpus:
+        return [Cpu(env, categories) for _ in range(config.cpus)]
+    contexts = [Context(env, categories) for _ in range(config.workers)]
+    for c in range(config.cpus):
+        Core(contexts[c :: config.cpus], config.kernel.sched_slice_s, config.kernel.sched_tick_s)
+    return list(contexts)
+
+
 def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tuple[
     list[ListenSocket], list[Server]
 ]:
@@ -247,16 +271,17 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
     class or factory, called once per worker), or None for ``config.policy``."""
     config = host.config
     env, client, cpus = host.env, host.client, host.cpus
+    kernel_cpus = cpus[: config.cpus]  # (a CPU's first task's, when tasks share it)
     n = config.workers
     if n > 1 and policy is not None and not policies.is_factory(policy):
         raise ConfigError("policy", policy, "a policy class or factory with several workers "
                           "(each worker binds a policy of its own)")
 
     def socket() -> ListenSocket:
-        listen = ListenSocket(env, cpus[0], config.listen_costs(), config.kernel,
+        listen = ListenSocket(env, kernel_cpus[0], config.listen_costs(), config.kernel,
                               server_params.backlog, client)
         if config.softirq == "rss":
-            listen.spread_softirq(cpus)
+            listen.spread_softirq(kernel_cpus)
         return listen
 
     reuseport = config.listen == "reuseport" and n > 1

@@ -188,7 +188,7 @@ def _imbalance(w: Window) -> float | None:
 
 
 def _multicore(w: Window) -> bool:
-    return w.host.config.cpus > 1
+    return w.host.config.cpus > 1 or w.host.config.workers > 1
 
 
 def _target_requests(w: Window) -> float | None:
@@ -302,26 +302,30 @@ METRICS: tuple[Metric, ...] = (
     Metric("keepalive", "", "whether the closed loop's users keep their connections (with "
            "concurrency > 0)", "config", lambda w: w.host.config.keepalive,
            present=_closed_loop),
-    Metric("cpus", "CPUs", "processors of the host (with cpus > 1)", "config",
+    Metric("cpus", "CPUs", "processors of the host (with cpus or workers > 1)", "config",
            lambda w: w.host.config.cpus, present=_multicore),
     Metric("listen", "", "the listening-socket layout of the workers: shared or reuseport "
-           "(with cpus > 1)", "config", lambda w: w.host.config.listen, present=_multicore),
-    Metric("wakeup", "", "which workers a connection on a shared socket wakes (with cpus > 1)",
-           "config", lambda w: w.host.config.wakeup, present=_multicore),
+           "(with cpus or workers > 1)", "config", lambda w: w.host.config.listen,
+           present=_multicore),
+    Metric("wakeup", "", "which workers a connection on a shared socket wakes (with cpus or "
+           "workers > 1)", "config", lambda w: w.host.config.wakeup, present=_multicore),
     Metric("network", "", "how the clients reach the server: loopback (with network = "
            "loopback; absent: lan)", "config", lambda w: w.host.config.network,
            present=lambda w: w.host.config.network != "lan"),
     Metric("softirq", "", "where the kernel's per-packet work runs: rss or cpu0 (with "
-           "cpus > 1)", "config", lambda w: w.host.config.softirq, present=_multicore),
-    Metric("workers", "processes", "server processes, each on a CPU of its own (with "
-           "cpus > 1)", "config", lambda w: w.host.config.workers, present=_multicore),
-    Metric("per_worker", "", "per worker (with cpus > 1): replies_per_s, accept_rate_per_s, "
-           "failed_accepts_per_s, accepts_per_phase, cpu_share (of its CPU), "
-           "open_connections_mean", "server", _workers, present=_multicore),
+           "cpus or workers > 1)", "config", lambda w: w.host.config.softirq,
+           present=_multicore),
+    Metric("workers", "processes", "server processes, worker i on CPU i mod cpus (with "
+           "cpus or workers > 1)", "config", lambda w: w.host.config.workers, present=_multicore),
+    Metric("per_worker", "", "per worker (with cpus or workers > 1): replies_per_s, "
+           "accept_rate_per_s, failed_accepts_per_s, accepts_per_phase, cpu_share (its "
+           "task's share of a CPU), open_connections_mean", "server", _workers,
+           present=_multicore),
     Metric("worker_imbalance", "", "the busiest worker's replies over the workers' mean (1: "
-           "even; None: no replies; with cpus > 1)", "server", _imbalance, present=_multicore),
+           "even; None: no replies; with cpus or workers > 1)", "server", _imbalance,
+           present=_multicore),
     Metric("kernel_share_per_cpu", "CPUs", "the share of each CPU's time its kernel work took "
-           "(with cpus > 1)", "cpu", lambda w: w.kernel_per_cpu, present=_multicore),
+           "(with cpus or workers > 1)", "cpu", lambda w: w.kernel_per_cpu, present=_multicore),
     Metric("cfs", "", "the CFS bandwidth limit as the cgroup's cpu.stat reports it (with "
            "cpu_quota > 0; with a cgroup per worker, their counts added up)", "cpu", _cfs,
            present=lambda w: w.host.cpu.bandwidth is not None),
@@ -351,10 +355,11 @@ def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: 
             busy = sum(v for k, v in used.items() if k != KERNEL)
             busy = 0.0 if abs(busy) < 1e-12 else busy  # float noise of summed costs
             workers.append(WorkerWindow(c1.since(c0), r1 - r0, busy))
-    per_cpu_kernel = [
+    per_cpu_kernel = [  # (the first ``cpus``: with workers sharing CPUs, the rest are
+        # the other workers' tasks on them, whose CPU's kernel work is the first's)
         (e[KERNEL] - s[KERNEL]) / seconds
         for e, s in zip(end.get("per_cpu", ()), start.get("per_cpu", ()), strict=True)
-    ]
+    ][: config.cpus]
     return Window(
         host=host,
         seconds=seconds,

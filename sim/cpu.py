@@ -49,8 +49,9 @@ limit shared by the tasks of several CPUs (a cgroup holding several workers).
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Generator, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 if TYPE_CHECKING:
     from acceptsim.sim.engine import Environment
@@ -101,6 +102,9 @@ class Cpu:
         #: ``cold_s * (1 - exp(-idle / cold_tau_s))`` (:meth:`cold_cost`)
         self.cold_s = 0.0
         self.cold_tau_s = 1.0
+        #: the processor this Cpu shares with other workers' tasks (a :class:`Context`'s
+        #: :class:`Core`); None: the task has the processor to itself
+        self.core: Core | None = None
         #: this processor's number on its host (0 for the first)
         self.number = env.attach_cpu(self)
 
@@ -143,6 +147,15 @@ class Cpu:
             self._category = None
             self.task_end = (free if free > now else now) + self.wake_latency_s
 
+    def idle_since(self, asleep_at: float) -> float:
+        """How long the processor stood idle before the task, asleep since ``asleep_at``,
+        ran again (now): all of the sleep, on a processor of its own."""
+        return self.clock.now - asleep_at
+
+    def asleep(self) -> bool:
+        """The task sleeps (it blocked and nothing woke it yet)."""
+        return self.task_end == INF and self._task is not None
+
     def cold_cost(self, idle_s: float) -> float:
         """CPU seconds a task resumed after ``idle_s`` of idle processor is charged
         beyond a warm resumption (the state its processor lost meanwhile)."""
@@ -162,7 +175,9 @@ class Cpu:
         now = self.env.now
         backlog = max(self.kernel_free_at - now, 0.0)
         used = {c: account.used for c, account in self.task_time.items()}
-        used[KERNEL] = self.kernel_time - backlog
+        # (a Context whose processor's kernel work is charged to another Context has none
+        # of its own, and none to take back)
+        used[KERNEL] = self.kernel_time - backlog if self.kernel_time else 0.0
         if self.task_end != INF and self._category is not None:
             # the part of the current burst still to run after now
             used[self._category] -= self.task_end - now - backlog
@@ -174,6 +189,251 @@ class Cpu:
         used = self.usage()
         del used[KERNEL]
         return sum(used.values())
+
+
+class Core:
+    """One processor time-shared by the tasks of several workers pinned to it, each task
+    in a :class:`Context` of its own (a host with more workers than CPUs).
+
+    The rule is Linux's fair scheduler since 6.6 (EEVDF) for tasks of equal weight, with
+    its default ``RUN_TO_PARITY``: a task picked to run is protected until it has used
+    its slice, so a task woken meanwhile waits for the running one to block (or end).
+    The kernel notices a used-up slice at its next scheduler tick (no high-resolution
+    tick by default), and then, if a task waits, switches to it; otherwise the running
+    task starts a new slice.  Waiting tasks run in the order they became runnable (with
+    equal weights, the one that waited longest is the eligible one with the earliest
+    deadline).  A task woken on an idle processor runs after the wake-up latency
+    (:attr:`Cpu.wake_latency_s`); one picked when another blocks runs at once.
+
+    Kernel work on the processor (:meth:`Context.interrupt`, charged to its first
+    Context) delays whichever task runs.  Under a CFS limit the Contexts must share one
+    :class:`SharedBandwidth` (one cgroup): when it throttles, the running task is put
+    back behind the waiting ones, and when the period ends the first waiting task runs
+    (the one that ran has used more virtual time than the ones that waited).
+    """
+
+    def __init__(self, contexts: list[Context], slice_s: float, tick_s: float) -> None:
+        if not contexts:
+            raise ValueError("a Core needs at least one Context")
+        if slice_s <= 0.0 or tick_s <= 0.0:
+            raise ValueError(f"slice_s={slice_s} and tick_s={tick_s} must be positive")
+        self.contexts = list(contexts)
+        self.env = contexts[0].env
+        #: the scheduler's slice (run time a picked task is protected for) and tick (s)
+        self.slice_s = slice_s
+        self.tick_s = tick_s
+        #: the Context whose task holds the processor (None: idle, or held by a throttle)
+        self.running: Context | None = None
+        #: runnable Contexts waiting for the processor, in the order they will run
+        self.queue: deque[Context] = deque()
+        #: a CFS throttle holds the processor (SharedBandwidth): nothing is picked
+        self.held = False
+        #: involuntary switches: a task taken off the processor at a tick
+        self.preemptions = 0
+        self._idle = True
+        self._idle_at = self.env.now
+        self._slice_start = 0.0  # the running task's run time when its slice began (s)
+        self._ticking = False
+        for c in contexts:
+            c.core = self
+        contexts[0].kernel_here = True
+
+    # -- the scheduler ---------------------------------------------------------------
+    def wake(self, ctx: Context) -> None:
+        """``ctx``'s sleeping task became runnable."""
+        if self.running is None and not self.held and not self.queue:
+            free = ctx.kernel_free_at
+            now = self.env.now
+            self._run(ctx, (free if free > now else now) + ctx.wake_latency_s)
+        else:
+            self.enqueue(ctx)
+
+    def enqueue(self, ctx: Context) -> None:
+        """``ctx`` waits for the processor, behind the Contexts already waiting."""
+        if not self.queue and self.running is not None:
+            # the running task renewed its slice at the ticks it ran alone
+            running = self.running
+            ran = running.task_seconds()
+            if ran - self._slice_start >= self.slice_s:
+                now = self.env.now
+                self._slice_start = max(self._slice_start,
+                                        ran - (now - self._last_tick(now)))
+        ctx.queued = True
+        self.queue.append(ctx)
+        if self.running is not None and not self._ticking:
+            self._schedule_tick()
+
+    def released(self, ctx: Context) -> None:
+        """``ctx``'s task, which held the processor, blocked or ended."""
+        if self.running is ctx:
+            self.running = None
+            self.dispatch()
+
+    def dispatch(self) -> None:
+        """Give the free processor to the first waiting task (if any, and not held)."""
+        if self.running is not None or self.held:
+            return
+        if not self.queue:
+            if not self._idle:
+                self._idle = True
+                self._idle_at = self.env.now
+            return
+        ctx = self.queue.popleft()
+        ctx.queued = False
+        free = ctx.kernel_free_at
+        now = self.env.now
+        self._run(ctx, free if free > now else now)
+
+    def _run(self, ctx: Context, start: float) -> None:
+        """``ctx``'s task holds the processor from ``start``: its cut burst resumes, or
+        its task runs on to its next yield."""
+        ctx.idle_before = start - self._idle_at if self._idle else 0.0
+        self._idle = False
+        self.running = ctx
+        self._slice_start = ctx.task_seconds()
+        if ctx.parked:
+            ctx.parked = False
+            category = ctx.parked_category
+            rest = ctx.parked_rest
+            if category is not None:
+                ctx.task_time[category].used += rest
+            ctx._category = category
+            ctx.task_end = start + rest
+        else:
+            ctx._category = None
+            ctx.task_end = start
+        if self.queue and not self._ticking:
+            self._schedule_tick()
+
+    def preempt(self, ctx: Context) -> None:
+        """Take the processor from ``ctx``'s task: what is left of its burst waits, and
+        it waits behind the others."""
+        now = self.env.now
+        free = ctx.kernel_free_at
+        start = free if free > now else now
+        if ctx.task_end != INF:
+            rest = ctx.task_end - start
+            category = ctx._category
+            if category is not None:
+                ctx.task_time[category].used -= rest
+            ctx.parked = True
+            ctx.parked_category = category
+            ctx.parked_rest = rest
+            ctx.task_end = INF
+        if self.running is ctx:
+            self.running = None
+        self.enqueue(ctx)
+
+    # -- the tick --------------------------------------------------------------------
+    def _last_tick(self, now: float) -> float:
+        return math.floor(now / self.tick_s) * self.tick_s
+
+    def _schedule_tick(self) -> None:
+        self._ticking = True
+        now = self.env.now
+        at = self._last_tick(now) + self.tick_s
+        if at <= now:  # (now is a tick's instant, which the division put a tick early)
+            at += self.tick_s
+        self.env.call_at(at, self._tick)
+
+    def _tick(self, _: object) -> None:
+        self._ticking = False
+        running = self.running
+        if running is None or not self.queue:
+            return
+        ran = running.task_seconds()
+        if ran - self._slice_start >= self.slice_s - _QUOTA_EPS_S:
+            self.preemptions += 1
+            self.preempt(running)
+            self.dispatch()
+        elif not self._ticking:
+            self._schedule_tick()
+
+    # -- a CFS throttle of the group (SharedBandwidth) ------------------------------------
+    def throttle(self) -> None:
+        """The cgroup of the processor's tasks is throttled: the running one is cut and
+        nothing runs until :meth:`unthrottle`."""
+        if self.held:
+            return
+        self.held = True
+        if self.running is not None:
+            self.preempt(self.running)
+
+    def unthrottle(self) -> None:
+        """The throttle ends: the first waiting task runs."""
+        if self.held:
+            self.held = False
+            self.dispatch()
+
+
+class Context(Cpu):
+    """A worker's task on a processor it shares with other workers' tasks: what a
+    :class:`Cpu` offers its task, with the processor scheduled by a :class:`Core`."""
+
+    def __init__(self, env: Environment, categories: Iterable[str]) -> None:
+        super().__init__(env, categories)
+        #: runnable, waiting for the processor (in its Core's queue)
+        self.queued = False
+        #: the processor's kernel work is charged to this Context (its Core's first)
+        self.kernel_here = False
+        #: a burst cut by a switch: its category (None: a wake-up's latency) and rest (s)
+        self.parked = False
+        self.parked_category: str | None = None
+        self.parked_rest = 0.0
+        #: how long the processor stood idle before the task last got it (s)
+        self.idle_before = 0.0
+
+    def limit(self, quota_s: float, period_s: float) -> Bandwidth:
+        raise RuntimeError("tasks sharing a processor are limited as one group "
+                           "(SharedBandwidth), not each by itself")
+
+    def interrupt(self, cost: float) -> None:
+        """Charge ``cost`` seconds of the processor's kernel work at the current instant:
+        it delays whichever task runs."""
+        core = self.core
+        assert core is not None
+        now = self.clock.now
+        free = self.kernel_free_at
+        done = (free if free > now else now) + cost
+        for ctx in core.contexts:
+            ctx.kernel_free_at = done
+        self.kernel_time += cost
+        running = core.running
+        if running is not None and running.task_end > now:
+            running.task_end += cost
+
+    def start(self, task: Task) -> None:
+        if self._task is not None:
+            raise RuntimeError("this Context already runs a task")
+        self._task = task
+        core = self.core
+        assert core is not None
+        if core.running is None and not core.held and not core.queue:
+            core._run(self, max(self.kernel_free_at, self.env.now))
+        else:
+            core.enqueue(self)
+
+    def asleep(self) -> bool:
+        return self.task_end == INF and not self.queued and self._task is not None
+
+    def wake(self) -> None:
+        """Make the sleeping task runnable (no effect if it runs or waits to run): it
+        runs when its Core picks it."""
+        if self.task_end != INF or self.queued or self._task is None:
+            return
+        core = self.core
+        assert core is not None
+        if core.running is self:  # between bursts (cannot sleep while holding it)
+            return
+        bandwidth = self.bandwidth
+        if bandwidth is not None and bandwidth.hold_wake():
+            return
+        core.wake(self)
+
+    def idle_since(self, asleep_at: float) -> float:
+        """How long the processor stood idle before the task, asleep since ``asleep_at``,
+        got it again: none if another task ran until then."""
+        return min(self.clock.now - asleep_at, self.idle_before)
 
 
 def cfs_counters(
@@ -319,8 +579,9 @@ class SharedBandwidth:
     :class:`SharedBandwidthMember` of the group; :meth:`counters` are the group's."""
 
     def __init__(self, cpus: list[Cpu], quota_s: float, period_s: float) -> None:
-        if not 0.0 < quota_s <= period_s * len(cpus):
-            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s x CPUs]")
+        processors = len({id(cpu.core if cpu.core is not None else cpu) for cpu in cpus})
+        if not 0.0 < quota_s <= period_s * processors:
+            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s x processors]")
         self.cpus = cpus
         self.env = env = cpus[0].env
         self.quota_s = quota_s
@@ -363,7 +624,11 @@ class SharedBandwidth:
         """Called when the task of the group's CPU ``index`` is woken: True if it must
         stay asleep (the group is throttled; it wakes when the period ends)."""
         if self.throttled:
-            self._wake_pending[index] = True
+            cpu = self.cpus[index]
+            if cpu.core is not None:  # a task sharing a processor waits in its Core
+                cpu.core.enqueue(cast("Context", cpu))
+            else:
+                self._wake_pending[index] = True
             return True
         self._schedule(1)  # one more runner: the quota may run out sooner
         return False
@@ -383,6 +648,9 @@ class SharedBandwidth:
         self._throttled_at = now
         self.throttled_periods += 1
         for i, cpu in enumerate(self.cpus):
+            if cpu.core is not None:  # tasks sharing a processor: its Core holds it
+                cpu.core.throttle()
+                continue
             if cpu.task_end != INF and cpu._category is not None:
                 free = cpu.kernel_free_at
                 rest = cpu.task_end - (free if free > now else now)
@@ -401,6 +669,9 @@ class SharedBandwidth:
             self.throttled = False
             self.throttled_s += now - self._throttled_at
             for i, cpu in enumerate(self.cpus):
+                if cpu.core is not None:
+                    cpu.core.unthrottle()
+                    continue
                 free = cpu.kernel_free_at
                 start = free if free > now else now
                 stalled = self._stalled[i]

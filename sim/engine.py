@@ -55,7 +55,7 @@ from acceptsim.sim import interrupts
 from acceptsim.sim.cpu import BLOCK, INF, Account
 
 if TYPE_CHECKING:
-    from acceptsim.sim.cpu import Cpu
+    from acceptsim.sim.cpu import Context, Cpu
 
 #: SimPy's priority for ordinary events
 NORMAL: Final = 1
@@ -486,7 +486,7 @@ class Environment(simpy.Environment):
 
     def _loop(self, at: float) -> None:
         """The event loop for this host's processors, to ``at``."""
-        if len(self.cpus) > 1:
+        if len(self.cpus) > 1 or self.cpus and self.cpus[0].core is not None:
             self._run_until_multi(at)
         else:
             self._run_until(at)
@@ -519,6 +519,10 @@ class Environment(simpy.Environment):
             if first is not None and task_end <= t and task_end <= at:
                 clock.now = task_end
                 step_task(first, task_end)
+                if first.task_end == INF:  # it blocked or ended: a task waiting for its
+                    core = first.core  # processor, if any, gets it
+                    if core is not None:
+                        core.released(cast("Context", first))
                 continue
             if t > at:
                 clock.now = at

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from acceptsim.measure.harness import parse_cpu_list
 from acceptsim.measure.run import MeasuredRun
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1, HostCosts
@@ -149,11 +150,13 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
         {"cpu_quota": info.server.cpu_quota, "cpu_period_s": info.server.cpu_period_us / 1e6}
         if info.server.cpu_quota else {}
     )
-    # several workers: one CPU each (the model's host), one cgroup for all of nginx (the
-    # harness's), the listening sockets and wake-up rule nginx was configured with
+    # several workers: on the CPUs nginx was pinned to (all of the host's if it was not;
+    # more workers than CPUs share them), one cgroup for all of nginx (the harness's), the
+    # listening sockets and wake-up rule nginx was configured with
     workers = info.server.worker_processes
+    cpus = len(parse_cpu_list(info.server.cpus)) if info.server.cpus else info.host.cpus
     layout = {} if workers == 1 else {
-        "cpus": workers, "workers": workers,
+        "cpus": min(cpus, workers), "workers": workers,
         "listen": "reuseport" if info.server.reuseport else "shared",
         "wakeup": "mutex" if info.server.accept_mutex else "exclusive",
     }

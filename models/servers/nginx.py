@@ -125,8 +125,8 @@ class Nginx(Userver):
         events = min(len(self.ready), cap) + (1 if self.listen_ready() else 0)
         cost = costs.epoll_base_s + costs.epoll_per_event_s * events
         if slept:  # the switch out, the wake-up and the switch back in, on a CPU that
-            # stood idle meanwhile
-            cost += costs.wakeup_s + self.cpu.cold_cost(self.env.now - asleep_at)
+            # stood idle meanwhile (unless another worker's task ran on it)
+            cost += costs.wakeup_s + self.cpu.cold_cost(self.cpu.idle_since(asleep_at))
             self.sleeps += 1
         if self.ctl_owed:
             cost += self.ctl_owed

@@ -1,0 +1,245 @@
+"""Tasks sharing one processor (sim.cpu.Core and Context): more workers than CPUs.
+
+The rule is Linux's EEVDF with RUN_TO_PARITY for tasks of equal weight: a task picked
+to run keeps the processor until it blocks or a scheduler tick finds its slice used up;
+the tasks waiting run in the order they became runnable.  Each test below fails if one
+piece of that rule is switched off (a woken task preempting at once, slices ignored,
+kernel work not delaying the running task, a throttle not handing the processor on).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acceptsim.models.experiment import RunConfig, simulate
+from acceptsim.sim import BLOCK, Environment
+from acceptsim.sim.cpu import INF, KERNEL, Context, Core, SharedBandwidth
+from acceptsim.sim.errors import ConfigError
+
+SLICE = 1.5e-3
+TICK = 4e-3
+
+
+def core_of(n: int) -> tuple[Environment, list[Context], Core]:
+    env = Environment()
+    contexts = [Context(env, ["work"]) for _ in range(n)]
+    return env, contexts, Core(contexts, SLICE, TICK)
+
+
+def busy(cost: float = 1e-4):
+    while True:
+        yield "work", cost
+
+
+def watch_one_at_a_time(env: Environment, contexts: list[Context], every: float) -> list[int]:
+    """Probe every ``every`` seconds how many of ``contexts`` hold the processor; the
+    probe fails the test at once if two do."""
+    seen: list[int] = []
+
+    def probe(_: object) -> None:
+        running = sum(1 for c in contexts if c.task_end != INF)
+        assert running <= 1, f"{running} tasks run on one processor at {env.now}"
+        seen.append(running)
+
+    env.call_recurring(every, lambda: every, probe)
+    return seen
+
+
+def test_two_busy_tasks_take_turns_at_ticks_and_share_the_processor_equally() -> None:
+    env, (a, b), core = core_of(2)
+    a.start(busy())
+    b.start(busy())
+    seen = watch_one_at_a_time(env, [a, b], 1.3e-4)
+    env.run(until=1.0)
+    assert a.usage()["work"] == pytest.approx(0.5, abs=TICK)
+    assert b.usage()["work"] == pytest.approx(0.5, abs=TICK)
+    # a slice (1.5 ms) is noticed at the next tick (4 ms): one switch per tick
+    assert core.preemptions == pytest.approx(1.0 / TICK, abs=2)
+    assert min(seen) == 1  # never idle while both are runnable
+
+
+def test_a_woken_task_waits_for_the_running_one_to_block() -> None:
+    env, (a, b), core = core_of(2)
+    started = []
+
+    def worker_a():
+        yield "work", 1e-3  # less than a slice: not preempted
+        yield BLOCK
+
+    def worker_b():
+        yield BLOCK
+        started.append(env.now)
+        yield "work", 1e-4
+
+    b.start(worker_b())
+    env.run(until=1e-5)  # b runs to its BLOCK
+    a.start(worker_a())
+    env.call_at(2e-4, lambda _: b.wake())
+    env.run(until=0.01)
+    assert started == [pytest.approx(1e-5 + 1e-3)]
+    assert core.preemptions == 0
+
+
+def test_a_task_past_its_slice_gives_way_at_the_next_tick() -> None:
+    env, (a, b), core = core_of(2)
+    started = []
+
+    def worker_b():
+        yield BLOCK
+        started.append(env.now)
+        yield "work", 1e-4
+        yield BLOCK
+
+    b.start(worker_b())
+    env.run(until=1e-6)
+    a.start(busy(1e-4))
+    env.call_at(5.1e-3, lambda _: b.wake())
+    env.run(until=0.02)
+    # a has run alone past a slice: its slice was renewed at the 4 ms tick, and the
+    # 8 ms tick finds it used up; a's burst is cut there
+    assert started == [pytest.approx(8e-3)]
+    assert core.preemptions == 1
+    assert a.usage()["work"] + b.usage()["work"] == pytest.approx(0.02 - 1e-6)
+
+
+def test_a_task_woken_on_an_idle_processor_runs_after_the_wake_up_latency() -> None:
+    env, (a, b), _ = core_of(2)
+    for c in (a, b):
+        c.wake_latency_s = 4e-5
+    started = []
+
+    def sleeper():
+        yield BLOCK
+        started.append(env.now)
+
+    a.start(sleeper())
+    b.start(sleeper())
+    env.run(until=1e-3)
+    a.wake()
+    env.run(until=2e-3)
+    assert started == [pytest.approx(1e-3 + 4e-5)]
+    assert a.idle_since(0.0) == pytest.approx(1e-3 + 4e-5)
+
+
+def test_kernel_work_delays_whichever_task_runs_and_is_counted_once() -> None:
+    env, (a, b), _ = core_of(2)
+    ends = []
+
+    def one_burst():
+        yield "work", 1e-3
+        ends.append(env.now)
+        yield BLOCK
+
+    b.start(one_burst())  # b holds the processor (a's kernel work is the processor's)
+    a.start(one_burst())
+    env.call_at(2e-4, lambda _: a.interrupt(3e-4))
+    env.run(until=0.01)
+    assert ends == [pytest.approx(1.3e-3), pytest.approx(2.3e-3)]
+    used_a, used_b = a.usage(), b.usage()
+    assert used_a[KERNEL] == pytest.approx(3e-4) and used_b[KERNEL] == 0.0
+    assert used_a["work"] == used_b["work"] == pytest.approx(1e-3)
+
+
+def test_one_quota_over_tasks_sharing_a_processor_hands_it_on_after_each_throttle() -> None:
+    env, (a, b), core = core_of(2)
+    a.start(busy())
+    b.start(busy())
+    group = SharedBandwidth([a, b], 1e-3, 1e-2)
+    seen = watch_one_at_a_time(env, [a, b], 1.7e-4)
+    env.run(until=1.0)
+    assert a.usage()["work"] + b.usage()["work"] == pytest.approx(0.1, rel=1e-6)
+    # 1 ms a period, less than a slice: the task that waited runs after each throttle
+    assert a.usage()["work"] == pytest.approx(0.05, abs=2e-3)
+    assert group.throttled_periods == 100 and core.preemptions == 0
+    assert max(seen) == 1
+
+
+def test_a_wake_during_a_throttle_runs_when_the_period_ends() -> None:
+    env, (a, b), _ = core_of(2)
+    started = []
+
+    def sleeper():
+        yield BLOCK
+        started.append(env.now)
+        yield "work", 1e-4
+        yield BLOCK
+
+    b.start(sleeper())
+    env.run(until=1e-6)
+    a.start(busy())
+    SharedBandwidth([a, b], 1e-3, 1e-2)
+    env.call_at(5e-3, lambda _: b.wake())  # a is throttled from 1 ms on
+    env.run(until=0.03)
+    # a, cut by the throttle before b woke, runs first (1 ms of its slice left: the
+    # earlier deadline); throttled again at 11 ms, it waits behind b, which runs at 20 ms
+    assert started == [pytest.approx(2e-2 + 1e-6)]  # (periods count from 1 us)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(2, 4),
+    bursts=st.lists(st.floats(1e-5, 3e-3), min_size=4, max_size=4),
+    sleeps=st.lists(st.floats(0.0, 5e-3), min_size=4, max_size=4),
+    irq_every=st.floats(2e-4, 5e-3),
+    irq_cost=st.floats(0.0, 5e-5),
+    quota=st.sampled_from([0.0, 0.3, 0.8]),
+)
+def test_one_task_at_a_time_and_every_second_accounted(
+    n: int, bursts: list[float], sleeps: list[float], irq_every: float, irq_cost: float,
+    quota: float,
+) -> None:
+    """Whatever the bursts, sleeps, interrupts and quota: at most one task holds the
+    processor, the tasks' and the kernel's time never exceed the time elapsed (exactly
+    it while a task always has work), and every task keeps getting the processor."""
+    env, contexts, _ = core_of(n)
+
+    def task(i: int):
+        while True:
+            yield "work", bursts[i]
+            if sleeps[i] and i:  # task 0 always has work
+                env.call_in(sleeps[i], lambda _, c=contexts[i]: c.wake())
+                yield BLOCK
+
+    for i, c in enumerate(contexts):
+        c.start(task(i))
+    if quota:
+        SharedBandwidth(contexts, quota * 0.01, 0.01)
+    env.call_recurring(irq_every, lambda: irq_every, lambda _: contexts[0].interrupt(irq_cost))
+    watch_one_at_a_time(env, contexts, 3.1e-4)
+    until = 0.5
+    env.run(until=until)
+    used = [c.usage() for c in contexts]
+    total = sum(sum(u.values()) for u in used)
+    assert total <= until * (1 + 1e-9)
+    if not quota:
+        assert total == pytest.approx(until, rel=1e-6)
+    # no task starves: each waits at most a round of the others' slices (a tick each)
+    # between its sleeps, stretched by the quota
+    for i, u in enumerate(used):
+        cycle = (bursts[i] + sleeps[i] * bool(i) + n * (TICK + max(bursts))) / (quota or 1.0)
+        assert u["work"] >= 0.25 * math.floor(until / cycle) * bursts[i]
+
+
+def test_more_workers_than_cpus_run_on_shared_cpus_and_are_recorded_per_worker() -> None:
+    config = RunConfig(server="nginx", cpus=1, workers=3, rate_per_s=2000, duration_s=2,
+                       warmup_s=0.5, kernel="linux-modern", costs="cluster1")
+    record = simulate(config)
+    assert len(record["per_worker"]) == 3
+    assert len(record["kernel_share_per_cpu"]) == 1
+    shares = [w["cpu_share"] for w in record["per_worker"]]
+    assert sum(shares) + record["cpu_share"]["kernel"] + record["cpu_share"]["idle"] == (
+        pytest.approx(1.0, abs=1e-6))
+    assert record["reply_rate_per_s"] == pytest.approx(2000, rel=0.05)
+
+
+def test_a_cgroup_per_worker_on_a_shared_cpu_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="cpu_quota_scope"):
+        RunConfig(server="nginx", cpus=1, workers=2, cpu_quota=0.5, cpu_quota_scope="worker")
+    # the server's cgroup may use at most the CPUs its workers share
+    with pytest.raises(ConfigError, match="cpu_quota"):
+        RunConfig(server="nginx", cpus=1, workers=4, cpu_quota=1.5)
+    assert math.isclose(RunConfig(server="nginx", cpus=1, workers=4, cpu_quota=1.0).cpu_quota, 1.0)
