@@ -235,12 +235,12 @@ class RunConfig(Params):
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
         self._check_workers()
-        limit = (1 if self.cpu_quota_scope == "worker" or self.workers == 1
-                 else min(self.workers, self.cpus))
+        per_worker = self.cpu_quota_scope == "worker" or self.workers == 1
+        limit = 1 if per_worker else min(self.workers, self.cpus)
         if self.cpu_quota > limit:
             raise ConfigError("cpu_quota", self.cpu_quota,
                               f"at most {limit} CPU{'s' if limit > 1 else ''} (the CPUs the "
-                              f"{'server' if limit > 1 else 'worker'}'s cgroup may use)")
+                              f"{'worker' if per_worker else 'server'}'s cgroup may use)")
         if self.keepalive and not self.concurrency:
             raise ConfigError("keepalive", self.keepalive, "false without concurrency (the "
                               "open loop's connections follow the workload)")
@@ -265,12 +265,6 @@ class RunConfig(Params):
     def _check_workers(self) -> None:
         """The multi-core settings against each other and the server."""
         spec = SERVERS[self.server]
-        if (self.workers > self.cpus and self.cpu_quota
-                and self.cpu_quota_scope == "worker"):
-            raise ConfigError("cpu_quota_scope", self.cpu_quota_scope,
-                              f"server with more workers ({self.workers}) than cpus "
-                              f"({self.cpus}): workers sharing a CPU are limited as one "
-                              "cgroup (a cgroup per worker on a shared CPU is not modelled)")
         if self.workers > 1:
             if not spec.wakeups:
                 several = ", ".join(n for n, s in SERVERS.items() if s.wakeups)

@@ -206,10 +206,12 @@ class Core:
     (:attr:`Cpu.wake_latency_s`); one picked when another blocks runs at once.
 
     Kernel work on the processor (:meth:`Context.interrupt`, charged to its first
-    Context) delays whichever task runs.  Under a CFS limit the Contexts must share one
-    :class:`SharedBandwidth` (one cgroup): when it throttles, the running task is put
-    back behind the waiting ones, and when the period ends the first waiting task runs
-    (the one that ran has used more virtual time than the ones that waited).
+    Context) delays whichever task runs.  Under a CFS limit shared by the Contexts
+    (:class:`SharedBandwidth`, one cgroup) a throttle puts the running task back behind
+    the waiting ones, and when the period ends the first waiting task runs (the one that
+    ran has used more virtual time than the ones that waited).  Under a limit of its
+    own (:meth:`Cpu.limit`, a cgroup per worker) a throttled task gives the processor to
+    the next one and waits for it again, behind the others, when its period ends.
     """
 
     def __init__(self, contexts: list[Context], slice_s: float, tick_s: float) -> None:
@@ -291,6 +293,8 @@ class Core:
         self._idle = False
         self.running = ctx
         self._slice_start = ctx.task_seconds()
+        if ctx.bandwidth is not None:  # it uses its quota from now: a check when it may
+            ctx.bandwidth.hold_wake()  # run out (never held here: it is not throttled)
         if ctx.parked:
             ctx.parked = False
             category = ctx.parked_category
@@ -305,9 +309,10 @@ class Core:
         if self.queue and not self._ticking:
             self._schedule_tick()
 
-    def preempt(self, ctx: Context) -> None:
-        """Take the processor from ``ctx``'s task: what is left of its burst waits, and
-        it waits behind the others."""
+    def preempt(self, ctx: Context, wait: bool = True) -> None:
+        """Take the processor from ``ctx``'s task: what is left of its burst is parked,
+        and (``wait``) it waits behind the others; otherwise (its own cgroup throttled)
+        it is not runnable until it is enqueued again."""
         now = self.env.now
         free = ctx.kernel_free_at
         start = free if free > now else now
@@ -322,7 +327,8 @@ class Core:
             ctx.task_end = INF
         if self.running is ctx:
             self.running = None
-        self.enqueue(ctx)
+        if wait:
+            self.enqueue(ctx)
 
     # -- the tick --------------------------------------------------------------------
     def _last_tick(self, now: float) -> float:
@@ -382,10 +388,6 @@ class Context(Cpu):
         self.parked_rest = 0.0
         #: how long the processor stood idle before the task last got it (s)
         self.idle_before = 0.0
-
-    def limit(self, quota_s: float, period_s: float) -> Bandwidth:
-        raise RuntimeError("tasks sharing a processor are limited as one group "
-                           "(SharedBandwidth), not each by itself")
 
     def interrupt(self, cost: float) -> None:
         """Charge ``cost`` seconds of the processor's kernel work at the current instant:
@@ -526,6 +528,17 @@ class Bandwidth:
         self.throttled = True
         self._throttled_at = now
         self.throttled_periods += 1
+        core = cpu.core
+        if core is not None:  # a task sharing its processor: cut, and the next one runs
+            ctx = cast("Context", cpu)
+            if core.running is ctx:
+                core.preempt(ctx, wait=False)
+                core.dispatch()
+            elif ctx.queued:  # (a task waiting has used none of its quota: not reached)
+                core.queue.remove(ctx)
+                ctx.queued = False
+            self._wake_pending = True  # it waits for its Core again when the period ends
+            return
         if cpu.task_end != INF and cpu._category is not None:
             # cut the running burst: what is left of it runs when the period ends
             rest = cpu.task_end - self._ready_at()
@@ -546,7 +559,12 @@ class Bandwidth:
             self.throttled = False
             self.throttled_s += now - self._throttled_at
             start = self._ready_at()
-            if self._stalled is not None:
+            if cpu.core is not None:  # it waits for its processor (its cut burst parked)
+                if self._wake_pending:
+                    self._wake_pending = False
+                    cpu.core.enqueue(cast("Context", cpu))
+                    cpu.core.dispatch()
+            elif self._stalled is not None:
                 category, rest = self._stalled
                 self._stalled = None
                 # the cut burst resumes on a processor that stood idle while throttled

@@ -272,8 +272,8 @@ def test_a_stalled_worker_overflows_its_own_queue_under_reuseport_only() -> None
 
 # -- configuration ------------------------------------------------------------------------------
 @pytest.mark.parametrize(("fields", "field", "words"), [
-    ({"server": "nginx", "cpus": 2, "workers": 3, "cpu_quota": 0.5,
-      "cpu_quota_scope": "worker"}, "cpu_quota_scope", "a cgroup per worker on a shared CPU"),
+    ({"server": "nginx", "cpus": 1, "workers": 3, "cpu_quota": 1.5}, "cpu_quota",
+     "at most 1 CPU"),
     ({"server": "tux", "cpus": 2, "workers": 2}, "workers", "runs as one worker"),
     ({"server": "userver", "cpus": 2, "wakeup": "exclusive"}, "wakeup", "one of all"),
     ({"cpus": 0}, "cpus", ">= 1"),

@@ -187,10 +187,11 @@ def test_a_wake_during_a_throttle_runs_when_the_period_ends() -> None:
     irq_every=st.floats(2e-4, 5e-3),
     irq_cost=st.floats(0.0, 5e-5),
     quota=st.sampled_from([0.0, 0.3, 0.8]),
+    per_task=st.booleans(),
 )
 def test_one_task_at_a_time_and_every_second_accounted(
     n: int, bursts: list[float], sleeps: list[float], irq_every: float, irq_cost: float,
-    quota: float,
+    quota: float, per_task: bool,
 ) -> None:
     """Whatever the bursts, sleeps, interrupts and quota: at most one task holds the
     processor, the tasks' and the kernel's time never exceed the time elapsed (exactly
@@ -206,7 +207,10 @@ def test_one_task_at_a_time_and_every_second_accounted(
 
     for i, c in enumerate(contexts):
         c.start(task(i))
-    if quota:
+    if quota and per_task:  # a cgroup per task, each with the quota
+        for c in contexts:
+            c.limit(quota * 0.01, 0.01)
+    elif quota:
         SharedBandwidth(contexts, quota * 0.01, 0.01)
     env.call_recurring(irq_every, lambda: irq_every, lambda _: contexts[0].interrupt(irq_cost))
     watch_one_at_a_time(env, contexts, 3.1e-4)
@@ -222,6 +226,8 @@ def test_one_task_at_a_time_and_every_second_accounted(
     for i, u in enumerate(used):
         cycle = (bursts[i] + sleeps[i] * bool(i) + n * (TICK + max(bursts))) / (quota or 1.0)
         assert u["work"] >= 0.25 * math.floor(until / cycle) * bursts[i]
+        if quota and per_task:  # and none uses more than its own quota
+            assert u["work"] <= quota * until + 1e-9
 
 
 def test_more_workers_than_cpus_run_on_shared_cpus_and_are_recorded_per_worker() -> None:
@@ -236,10 +242,42 @@ def test_more_workers_than_cpus_run_on_shared_cpus_and_are_recorded_per_worker()
     assert record["reply_rate_per_s"] == pytest.approx(2000, rel=0.05)
 
 
-def test_a_cgroup_per_worker_on_a_shared_cpu_is_refused_by_name() -> None:
-    with pytest.raises(ConfigError, match="cpu_quota_scope"):
-        RunConfig(server="nginx", cpus=1, workers=2, cpu_quota=0.5, cpu_quota_scope="worker")
-    # the server's cgroup may use at most the CPUs its workers share
-    with pytest.raises(ConfigError, match="cpu_quota"):
+def test_the_servers_cgroup_may_use_at_most_the_cpus_its_workers_share() -> None:
+    with pytest.raises(ConfigError, match="the server's cgroup"):
         RunConfig(server="nginx", cpus=1, workers=4, cpu_quota=1.5)
     assert math.isclose(RunConfig(server="nginx", cpus=1, workers=4, cpu_quota=1.0).cpu_quota, 1.0)
+
+
+@pytest.mark.parametrize(("quota", "each"), [(0.3, 0.3), (0.7, 0.5)])
+def test_a_cgroup_per_task_on_a_shared_processor(quota: float, each: float) -> None:
+    """Two busy tasks, each in a cgroup of its own (N slow cores emulated on one): each
+    gets its quota while they fit on the processor, and half of it when they do not."""
+    env, (a, b), _ = core_of(2)
+    a.start(busy())
+    b.start(busy())
+    for c in (a, b):
+        c.limit(quota * 1e-2, 1e-2)
+    seen = watch_one_at_a_time(env, [a, b], 1.9e-4)
+    env.run(until=1.0)
+    assert a.usage()["work"] == pytest.approx(each, abs=0.01)
+    assert b.usage()["work"] == pytest.approx(each, abs=0.01)
+    assert max(seen) == 1
+
+
+def test_a_task_of_its_own_cgroup_throttled_gives_the_processor_to_the_next() -> None:
+    env, (a, b), _ = core_of(2)
+    b_ran = []
+
+    def worker_b():
+        while True:
+            yield "work", 1e-4
+            b_ran.append(env.now)
+
+    a.start(busy())
+    b.start(worker_b())
+    a.limit(1e-3, 1e-2)  # a: 1 ms per 10 ms, b: no limit
+    env.run(until=0.1)
+    # a runs first (started first) until its quota is used at 1 ms; b at once after
+    assert b_ran[0] == pytest.approx(1.1e-3)
+    assert a.usage()["work"] == pytest.approx(0.01, rel=1e-6)
+    assert b.usage()["work"] == pytest.approx(0.09, rel=1e-6)

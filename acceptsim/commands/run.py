@@ -63,8 +63,13 @@ def add_parser(subparsers: Any) -> None:
                    help=f"CFS period of --cpu-quota in seconds (default {d('cpu_period_s')})")
     p.add_argument("--cpus", default=None, metavar="N",
                    help=f"processors of the server host (default {d('cpus')})")
+    p.add_argument("--cpu-quota-scope", default=None, choices=("server", "worker"),
+                   help="whose cgroup --cpu-quota is with several workers: the server's, "
+                   "shared by them all, or each worker's own "
+                   f"(default {d('cpu_quota_scope')})")
     p.add_argument("--workers", default=None, metavar="W",
-                   help=f"server processes, each pinned to a CPU (default {d('workers')})")
+                   help="server processes, worker i pinned to CPU i mod --cpus (more workers "
+                   f"than CPUs share them) (default {d('workers')})")
     p.add_argument("--listen", default=None, choices=LAYOUTS,
                    help="listening sockets of several workers: one shared accept queue, or one "
                    f"per worker with SO_REUSEPORT (default {d('listen')})")
@@ -162,6 +167,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                              lambda t: parse_int("idle-connections", t)),
         "cpu_quota": (args.cpu_quota, lambda t: parse_number("cpu-quota", t)),
         "cpu_period_s": (args.cpu_period, lambda t: parse_number("cpu-period", t)),
+        "cpu_quota_scope": (args.cpu_quota_scope, str),
         "rate_profile": (args.rate_profile, str),
         "rate_per_s": (args.rate, lambda t: parse_number("rate", t)),
         "concurrency": (args.concurrency, lambda t: parse_int("concurrency", t)),
