@@ -49,12 +49,20 @@ def add_parser(subparsers: Any) -> None:
                    help="httperf processes per run (default: enough for the 1024-fd limit)")
     p.add_argument("--pause", default="2", help="seconds of rest between runs (default 2)")
     p.add_argument("--server-cpu-quota", default=None,
-                   help="limit nginx (master and worker) to this many CPUs with a cgroup CFS "
+                   help="limit nginx (master and workers; each worker with "
+                   "--server-cpu-quota-scope worker) to this many CPUs with a cgroup CFS "
                    "quota, e.g. 0.3 = 30%% of one CPU; cgroup v2 and v1 are both supported, "
                    "chosen automatically: v2 (cpu.max) where the unified hierarchy at "
                    "/sys/fs/cgroup offers the cpu controller, else v1 (cpu.cfs_quota_us) at "
                    "/sys/fs/cgroup/cpu; needs root or a delegated, writable hierarchy "
                    "(default: no limit)")
+    p.add_argument("--server-cpu-quota-scope", default=None,
+                   help="whose cgroup that quota is: server (one group for nginx's master "
+                   "and workers, sharing the quota) or worker (a group per worker, each with "
+                   "the quota, at most 1 CPU: N slow cores emulated on the CPU nginx is "
+                   "pinned to; the master in a group without limit; each run's "
+                   "worker-cgroups.csv has every worker's throttling and CPU time) "
+                   f"(default {PLAN_DEFAULTS['server_cpu_quota_scope']})")
     p.add_argument("--server-cpu-period", default=None,
                    help="CFS period of that quota in microseconds, 1000-1000000 (default: "
                    f"{DEFAULT_CPU_PERIOD_US}, or longer if needed for the kernel's 1 ms minimum "
@@ -114,6 +122,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         sample_interval_s=(parse_number("--sample-interval", args.sample_interval)
                            if args.sample_interval is not None
                            else PLAN_DEFAULTS["sample_interval_s"]),
+        server_cpu_quota_scope=(args.server_cpu_quota_scope
+                                if args.server_cpu_quota_scope is not None
+                                else PLAN_DEFAULTS["server_cpu_quota_scope"]),
         server_cpu_period_us=(
             parse_int("--server-cpu-period", args.server_cpu_period)
             if args.server_cpu_period is not None

@@ -138,21 +138,24 @@ def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> 
 
 def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     """The run configuration that simulates ``run`` under ``costs``: its server model and
-    ``multi_accept`` (accept-limit inf or 1), its CFS quota, kernel profile, target rate,
-    spacing, httperf timeout and duration, measured from the start (no warm-up)."""
+    ``multi_accept`` (accept-limit inf or 1), its CFS quota and whose cgroup it is
+    (``cpu_quota_scope``), kernel profile, target rate, spacing, httperf timeout and
+    duration, measured from the start (no warm-up)."""
     info = run.info
     if info.server.name not in SERVER_MODELS:
         raise ConfigError(
             f"{run.path.name}: server.name", info.server.name, "one of " + ", ".join(SERVER_MODELS)
         )
     # the server's cgroup CFS quota, simulated (sim.cpu.Bandwidth); none: RunConfig's "no limit"
+    # whose it is: one cgroup for all of nginx, or one per worker (cpu_quota_scope)
     quota = (
-        {"cpu_quota": info.server.cpu_quota, "cpu_period_s": info.server.cpu_period_us / 1e6}
+        {"cpu_quota": info.server.cpu_quota, "cpu_period_s": info.server.cpu_period_us / 1e6,
+         "cpu_quota_scope": info.server.cpu_quota_scope}
         if info.server.cpu_quota else {}
     )
     # several workers: on the CPUs nginx was pinned to (all of the host's if it was not;
-    # more workers than CPUs share them), one cgroup for all of nginx (the harness's), the
-    # listening sockets and wake-up rule nginx was configured with
+    # more workers than CPUs share them), the listening sockets and wake-up rule nginx was
+    # configured with
     workers = info.server.worker_processes
     cpus = len(parse_cpu_list(info.server.cpus)) if info.server.cpus else info.host.cpus
     layout = {} if workers == 1 else {

@@ -9,6 +9,11 @@ the CLI raises as an exception), the processes it started (nginx's master and
 worker, every httperf) are killed and the cgroup of ``--server-cpu-quota`` (v2
 or v1) is removed.
 
+With ``--server-cpu-quota-scope worker`` the quota is each worker's: every worker is moved
+into a cgroup of its own with that quota once nginx answers (:class:`CpuQuota`), and each
+run's ``worker-cgroups.csv`` gives every worker's group's throttling and CPU time over the
+load (``pid,cgroup,nr_periods,nr_throttled,throttled_us,usage_us``, in start order).
+
 While the load runs, a :class:`Sampler` thread pinned to the clients' CPUs reads the
 kernel's counters, the listening socket's accept queue, nginx's cgroup and the server
 CPU's time every ``--sample-interval``; with nginx's access log (always written, with
@@ -78,6 +83,16 @@ MAX_WORKERS = 64
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_CPU_ROOT = Path("/sys/fs/cgroup/cpu")
 CGROUP_NAME = "acceptsim-nginx"
+#: whose group the quota is (--server-cpu-quota-scope; the first is the default): one group
+#: for nginx, or one per worker inside it (``worker-1`` ... ``worker-N``, each with the quota;
+#: nginx's master in ``master``, without limit)
+QUOTA_SCOPES = ("server", "worker")
+MASTER_GROUP = "master"
+WORKER_GROUP = "worker-{}"
+#: a run's per-worker cgroup counters with --server-cpu-quota-scope worker: one line per
+#: worker, in start order, the deltas over the load
+WORKER_CGROUPS_FILE = "worker-cgroups.csv"
+WORKER_CGROUPS_HEADER = "pid,cgroup,nr_periods,nr_throttled,throttled_us,usage_us"
 #: what a user can do when no hierarchy is writable
 CGROUP_HINT = (
     "run as root (in a container: with /sys/fs/cgroup mounted read-write) or delegate the "
@@ -138,6 +153,10 @@ class Plan:
     accept_mutex: bool = False  # nginx accept_mutex (several workers on a shared socket)
     reuseport: bool = False  # listen ... reuseport: a socket per worker
     sample_interval_s: float = 0.1  # timeseries.csv's sampling interval (s); 0: none
+    #: whose cgroup --server-cpu-quota is (--server-cpu-quota-scope): "server", one group
+    #: nginx's master and workers share; "worker", a group per worker with that quota each
+    #: (N slow cores emulated on the CPU nginx is pinned to), the master in one without limit
+    server_cpu_quota_scope: str = "server"
 
     def __post_init__(self) -> None:
         if self.server != "nginx":
@@ -194,6 +213,18 @@ class Plan:
                 self.server_cpu_quota,
                 f"a fraction of one CPU: > 0 and <= {cpus} (the number of CPUs)",
             )
+        if self.server_cpu_quota_scope not in QUOTA_SCOPES:
+            raise ConfigError("--server-cpu-quota-scope", self.server_cpu_quota_scope,
+                              " or ".join(QUOTA_SCOPES))
+        if self.server_cpu_quota_scope == "worker":
+            if self.server_cpu_quota is None:
+                raise ConfigError("--server-cpu-quota-scope", "worker",
+                                  "only with --server-cpu-quota (the quota each worker's "
+                                  "cgroup gets)")
+            if self.server_cpu_quota > 1:
+                raise ConfigError("--server-cpu-quota", self.server_cpu_quota,
+                                  "at most 1 CPU with --server-cpu-quota-scope worker (the "
+                                  "quota of one worker, a single-threaded process)")
         period = self.server_cpu_period_us
         if period is not None:
             if not (1000 <= period <= 1_000_000):
@@ -464,6 +495,16 @@ class CpuQuota:
     the group is removed.  A group of that name left with processes in it (another
     measure running, or one killed with SIGKILL) is refused, not emptied.
 
+    ``scope="worker"`` (``--server-cpu-quota-scope worker``): the quota is each worker's,
+    not nginx's.  ``acceptsim-nginx`` gets no limit; inside it ``worker-1`` ...
+    ``worker-N`` (``workers``) get the quota each, and ``master``, without limit, is where
+    nginx starts (``join``): its workers start there too, and :meth:`place_workers` moves
+    each into its own group once they run.  The master has a group of its own, not the
+    parent's, because cgroup v2 lets no process stay in a group whose children use a
+    controller (v1 would allow it; one layout for both); without limit, because it only
+    waits for signals and should take nothing from any worker's quota.  The same files as
+    for one group (``cpu.max``, or ``cpu.cfs_period_us`` and ``cpu.cfs_quota_us``).
+
     ``root``: a cgroup v2 (unified) hierarchy, recognised by its ``cgroup.controllers``
     (the quota goes to ``cpu.max``; the root's ``cgroup.subtree_control`` gets ``+cpu``
     if it lacks it), or a v1 ``cpu`` hierarchy (``cpu.cfs_quota_us`` and
@@ -473,7 +514,8 @@ class CpuQuota:
     used.
     """
 
-    def __init__(self, quota_cpus: float, period_us: int, root: Path | None = None) -> None:
+    def __init__(self, quota_cpus: float, period_us: int, root: Path | None = None,
+                 scope: str = QUOTA_SCOPES[0], workers: int = 1) -> None:
         self.quota_cpus, self.period_us = quota_cpus, period_us
         self.quota_us = round(quota_cpus * period_us)
         if self.quota_us < MIN_CPU_QUOTA_US:
@@ -481,9 +523,17 @@ class CpuQuota:
                 f"CPU quota {quota_cpus:g} x period {period_us} us is below the kernel's "
                 f"minimum quota of {MIN_CPU_QUOTA_US} us"
             )
+        if scope not in QUOTA_SCOPES:
+            raise ConfigError("--server-cpu-quota-scope", scope, " or ".join(QUOTA_SCOPES))
+        self.scope = scope
         self.root = usable_cgroup_root(None if root is None else (root,))
         self.version = cgroup_version(self.root)
         self.dir = self.root / CGROUP_NAME
+        #: scope "worker": the groups inside self.dir, each worker's with the quota, in
+        #: start order, and the master's without limit (where nginx is started)
+        self.worker_dirs = ([self.dir / WORKER_GROUP.format(i) for i in range(1, workers + 1)]
+                            if scope == "worker" else [])
+        self.start_dir = self.dir / MASTER_GROUP if scope == "worker" else self.dir
         self._made = False  # whether this object made self.dir (and so must remove it)
 
     def _error(self, what: str, exc: OSError) -> HarnessError:
@@ -512,44 +562,94 @@ class CpuQuota:
                 self._remove_left_over()
             self.dir.mkdir()
             self._made = True
+            if self.scope == "worker":
+                if self.version == 2:  # before any process is in it (v2: none may be)
+                    (self.dir / "cgroup.subtree_control").write_text("+cpu")
+                for sub in (self.start_dir, *self.worker_dirs):
+                    sub.mkdir()
         except OSError as exc:
             raise self._error(f"cannot create {self.dir}", exc) from None
+        # scope "worker": the master's group and nginx's have no limit (the kernel's default)
+        for group in self.worker_dirs or [self.dir]:
+            try:
+                if self.version == 2:
+                    (group / "cpu.max").write_text(f"{self.quota_us} {self.period_us}")
+                else:
+                    # period first: a quota longer than the old period would be refused
+                    (group / "cpu.cfs_period_us").write_text(str(self.period_us))
+                    (group / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+            except OSError as exc:
+                raise self._error(f"cannot set the quota in {group}", exc) from None
+
+    def _subgroups(self) -> list[Path]:
+        """The groups inside self.dir that exist (ours, or a left-over run's)."""
         try:
-            if self.version == 2:
-                (self.dir / "cpu.max").write_text(f"{self.quota_us} {self.period_us}")
-            else:
-                # period first: a quota longer than the old period would be refused
-                (self.dir / "cpu.cfs_period_us").write_text(str(self.period_us))
-                (self.dir / "cpu.cfs_quota_us").write_text(str(self.quota_us))
-        except OSError as exc:
-            raise self._error(f"cannot set the quota in {self.dir}", exc) from None
+            return sorted(p for p in self.dir.iterdir() if p.is_dir())
+        except OSError:
+            return []
 
     def _remove_left_over(self) -> None:
         """Remove a group of our name left by an earlier run, if nothing runs in it."""
         busy = [pid for pid in self.pids() if _alive(pid)]
+        subgroups = self._subgroups()
         if busy:
             pids = " ".join(map(str, busy))
+            groups = " ".join(map(str, [*subgroups, self.dir]))
             raise HarnessError(
                 f"{self.dir} exists with processes in it (pids {pids}): another acceptsim "
                 f"measure is running, or one was killed without cleaning up; wait for it, "
-                f"or stop them (kill {pids}) and remove the group (rmdir {self.dir})"
+                f"or stop them (kill {pids}) and remove the group (rmdir {groups})"
             )
+        for sub in subgroups:
+            sub.rmdir()
         self.dir.rmdir()
 
     def join(self) -> None:
-        """Move the calling process into the group (a ``preexec_fn``: runs in the child)."""
-        (self.dir / "cgroup.procs").write_text(str(os.getpid()))
+        """Move the calling process into the group (a ``preexec_fn``: runs in the child);
+        scope "worker": into the master's group, which its workers start in."""
+        (self.start_dir / "cgroup.procs").write_text(str(os.getpid()))
 
     def pids(self) -> list[int]:
-        text = (self.dir / "cgroup.procs").read_text()
-        return [int(p) for p in text.split()]
+        """The processes in the group, and in the groups inside it."""
+        pids = []
+        for group in (self.dir, *self._subgroups()):
+            pids.extend(int(p) for p in (group / "cgroup.procs").read_text().split())
+        return pids
 
-    def throttled(self) -> dict[str, int]:
+    def place_workers(self, pids: Sequence[int]) -> None:
+        """Scope "worker": move each of nginx's workers (``pids``, in start order) into a
+        group of its own (``worker-1`` ... in order); HarnessError if their number is not
+        the groups' or one is not found there afterwards.  Scope "server": nothing to do."""
+        if not self.worker_dirs:
+            return
+        if len(pids) != len(self.worker_dirs):
+            raise HarnessError(
+                f"--server-cpu-quota-scope worker: nginx started {len(pids)} workers (pids "
+                f"{' '.join(map(str, pids)) or 'none'}), not the {len(self.worker_dirs)} of "
+                f"--workers"
+            )
+        for group, pid in zip(self.worker_dirs, pids, strict=True):
+            try:
+                (group / "cgroup.procs").write_text(str(pid))
+                moved = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+            except OSError as exc:
+                raise self._error(f"cannot move worker {pid} into {group}", exc) from None
+            if moved != [pid]:
+                raise HarnessError(f"{group} holds pids {moved}, not worker {pid} alone")
+
+    def throttled(self, group: Path | None = None) -> dict[str, int]:
         """``cpu.stat`` in one form for both versions: ``nr_periods``, ``nr_throttled``
         and ``throttled_us``, the time throttled in microseconds (v1 reports
-        ``throttled_time`` in ns, v2 ``throttled_usec``)."""
+        ``throttled_time`` in ns, v2 ``throttled_usec``); of ``group`` if given, else of
+        nginx (scope "worker": the workers' groups' added up)."""
+        if group is None and self.worker_dirs:
+            total: dict[str, int] = {}
+            for each in self.worker_dirs:
+                for key, value in self.throttled(each).items():
+                    total[key] = total.get(key, 0) + value
+            return total
         raw = {}
-        for line in (self.dir / "cpu.stat").read_text().splitlines():
+        for line in ((group or self.dir) / "cpu.stat").read_text().splitlines():
             key, _, value = line.partition(" ")
             if value.strip().isdigit():
                 raw[key] = int(value)
@@ -560,22 +660,27 @@ class CpuQuota:
             out["throttled_us"] = raw["throttled_time"] // 1000
         return out
 
-    def usage_us(self) -> int:
+    def usage_us(self, group: Path | None = None) -> int:
         """CPU time the group's processes used, in microseconds: ``cpu.stat``'s
-        ``usage_usec`` (v2), else ``cpuacct.usage`` where cpuacct shares the v1 hierarchy,
-        else the sum of the ``/proc/TID/schedstat`` run times of its tasks (time of tasks
-        that have exited is not in it: nginx's master and workers run throughout)."""
+        ``usage_usec`` (v2), else ``cpuacct.usage`` where cpuacct shares the v1 hierarchy
+        (both count the groups inside), else the sum of the ``/proc/TID/schedstat`` run
+        times of its tasks (time of tasks that have exited is not in it: nginx's master and
+        workers run throughout), with those of the groups inside it; of ``group`` if given,
+        else of nginx."""
+        where = group or self.dir
         if self.version == 2:
-            for line in (self.dir / "cpu.stat").read_text().splitlines():
+            for line in (where / "cpu.stat").read_text().splitlines():
                 key, _, value = line.partition(" ")
                 if key == "usage_usec":
                     return int(value)
-            raise OSError(f"{self.dir / 'cpu.stat'} has no usage_usec")
-        acct = self.dir / "cpuacct.usage"
+            raise OSError(f"{where / 'cpu.stat'} has no usage_usec")
+        acct = where / "cpuacct.usage"
         if acct.exists():
             return int(acct.read_text()) // 1000
-        tasks = self.dir / "tasks"
-        ids = (tasks if tasks.exists() else self.dir / "cgroup.procs").read_text().split()
+        if group is None and self.worker_dirs:
+            return sum(self.usage_us(each) for each in (self.dir, *self._subgroups()))
+        tasks = where / "tasks"
+        ids = (tasks if tasks.exists() else where / "cgroup.procs").read_text().split()
         total_ns = 0
         for tid in ids:
             try:
@@ -608,27 +713,31 @@ class CpuQuota:
                 pass
             deadline = time.monotonic() + CGROUP_RMDIR_WAIT_S
             error: OSError | None = None
-            while True:  # bounded: rmdir fails while an exiting process is still listed
-                try:
-                    self.dir.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if time.monotonic() > deadline:
-                        error = exc
+            for group in (*self._subgroups(), self.dir):  # the groups inside first
+                while True:  # bounded: rmdir fails while an exiting process is still listed
+                    try:
+                        group.rmdir()
                         break
-                    time.sleep(0.05)
+                    except FileNotFoundError:
+                        break
+                    except OSError as exc:
+                        if time.monotonic() > deadline:
+                            error = exc
+                            break
+                        time.sleep(0.05)
+                if error is not None:
+                    break
             self._made = False
             if error is not None:  # reported, not left silently (its context: the unwinding)
                 try:
                     left = " ".join(map(str, self.pids())) or "none"
                 except OSError:
                     left = "unknown"
+                left_groups = " ".join(map(str, [*self._subgroups(), self.dir]))
                 raise HarnessError(
-                    f"cannot remove {self.dir} ({error.strerror or error}; pids still in it: "
+                    f"cannot remove {group} ({error.strerror or error}; pids still in it: "
                     f"{left}, {CGROUP_RMDIR_WAIT_S:g} s after they were killed); remove it "
-                    f"with rmdir {self.dir} once they have exited"
+                    f"with rmdir {left_groups} once they have exited"
                 )
 
 
@@ -931,6 +1040,8 @@ class Nginx:
                         f"nginx's master and worker are not both in {self.group.dir} "
                         f"(found pids {self.group.pids()})"
                     )
+                if self.group is not None and self.group.worker_dirs:
+                    self.group.place_workers(self._all_workers(deadline))
                 self._start_log()
                 return
             except urllib.error.HTTPError as exc:
@@ -939,6 +1050,15 @@ class Nginx:
                 if time.monotonic() > deadline:
                     raise HarnessError(f"nginx did not answer {url} within 10 s") from None
                 time.sleep(0.1)
+
+    def _all_workers(self, deadline: float) -> list[int]:
+        """nginx's workers once all of --workers have started (at most until
+        ``deadline``, on time.monotonic(): then those found)."""
+        while True:
+            pids = self.worker_pids()
+            if len(pids) >= self.plan.workers or time.monotonic() > deadline:
+                return pids
+            time.sleep(0.05)
 
     def _start_log(self) -> None:
         """Forget the start's probe: the per-worker counts begin with the load."""
@@ -1043,6 +1163,35 @@ def run_httperfs(commands: list[list[str]], cpus: str, limit_s: float) -> list[s
                     proc.wait(timeout=10)
 
 
+def worker_cgroup_counters(group: CpuQuota | None) -> list[dict[str, int]]:
+    """Scope "worker": for each worker's group, in order, the pid in it (0 unless exactly
+    one), its ``cpu.stat`` counters and CPU time now (``nr_periods``, ``nr_throttled``,
+    ``throttled_us``, ``usage_us``); empty otherwise, or if a group cannot be read."""
+    if group is None or not group.worker_dirs:
+        return []
+    try:
+        counters = []
+        for d in group.worker_dirs:
+            procs = (d / "cgroup.procs").read_text().split()
+            counters.append({"pid": int(procs[0]) if len(procs) == 1 else 0,
+                             **group.throttled(d), "usage_us": group.usage_us(d)})
+        return counters
+    except (OSError, ValueError):
+        return []
+
+
+def worker_cgroups_csv(group: CpuQuota, before: list[dict[str, int]],
+                       after: list[dict[str, int]]) -> str:
+    """``worker-cgroups.csv``: per worker's group (start order), the pid it held when the
+    load began (0: not exactly one), its name and its counters' growth over the load."""
+    lines = [WORKER_CGROUPS_HEADER]
+    keys = WORKER_CGROUPS_HEADER.split(",")[2:]
+    for d, b, a in zip(group.worker_dirs, before, after, strict=True):
+        lines.append(",".join([str(b["pid"]), d.name,
+                               *(str(a.get(k, 0) - b.get(k, 0)) for k in keys)]))
+    return "\n".join(lines) + "\n"
+
+
 def run_dir_name(plan: Plan, rate: float, repeat: int) -> str:
     ma = "on" if plan.multi_accept else "off"
     layout = ""
@@ -1070,7 +1219,9 @@ def measure(
         if plan.server_cpu_quota is not None:
             # the group first: if no cgroup hierarchy is writable, nothing is started or
             # written
-            group = stack.enter_context(CpuQuota(plan.server_cpu_quota, plan.cpu_period_us))
+            group = stack.enter_context(CpuQuota(plan.server_cpu_quota, plan.cpu_period_us,
+                                                 scope=plan.server_cpu_quota_scope,
+                                                 workers=plan.workers))
         version = _nginx_version(nginx)
         kernel = KernelInfo(
             profile="linux-modern",
@@ -1110,6 +1261,7 @@ def _measure_points(
                 started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 before = snapshot(tools["nstat"])
                 cpu_before = group.throttled() if group else {}
+                workers_before = worker_cgroup_counters(group)
                 sampler = None
                 if plan.sample_interval_s:
                     sampler = Sampler(plan.sample_interval_s,
@@ -1121,6 +1273,7 @@ def _measure_points(
                         commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
                     )
                 cpu_after = group.throttled() if group else {}
+                workers_after = worker_cgroup_counters(group)
                 after = snapshot(tools["nstat"])
                 pids = server.worker_pids()
                 # the log: for the time series' replies and each worker's requests
@@ -1151,6 +1304,7 @@ def _measure_points(
                     cpus=server_cpus,
                     cpu_quota=group.quota_us / group.period_us if group else 0.0,
                     cpu_period_us=group.period_us if group else 0,
+                    cpu_quota_scope=plan.server_cpu_quota_scope,
                 ),
                 kernel=kernel,
                 load=LoadInfo(
@@ -1182,6 +1336,9 @@ def _measure_points(
                 (partial / WORKERS_FILE).write_text(
                     "pid,requests\n" + "".join(f"{p},{per_worker.get(p, 0)}\n" for p in order)
                 )
+            if group is not None and workers_before and workers_after:
+                (partial / WORKER_CGROUPS_FILE).write_text(
+                    worker_cgroups_csv(group, workers_before, workers_after))
             if series_rows is not None:
                 write_timeseries(partial / TIMESERIES_FILE, series_rows)
             (partial / info.counters.before[0]).write_text(before)
@@ -1194,7 +1351,9 @@ def _measure_points(
             if cpu_before:
                 periods = cpu_after["nr_periods"] - cpu_before["nr_periods"]
                 throttled = cpu_after["nr_throttled"] - cpu_before["nr_throttled"]
-                throttle = f", nginx throttled in {throttled} of {periods} CFS periods"
+                whose = ("the workers' groups" if plan.server_cpu_quota_scope == "worker"
+                         else "nginx")
+                throttle = f", {whose} throttled in {throttled} of {periods} CFS periods"
             shares = ""
             if r.get("worker_shares"):
                 shares = ", workers " + "/".join(f"{s:.2f}" for s in r["worker_shares"])

@@ -18,6 +18,9 @@ file and the key)::
     cpus = "0"                # taskset CPU list of the server ("" = not pinned)
     cpu_quota = 0.3           # CPUs the server could use (cgroup CFS quota / period; 0 = no limit)
     cpu_period_us = 2000      # CFS period of that quota (0 = no limit)
+    cpu_quota_scope = "server"  # whose cgroup cpu_quota is: "server" (one for nginx) or
+                              # "worker" (one per worker, each with cpu_quota); default
+                              # "server", so runs recorded before the option read as they were
 
     [kernel]                  # KernelInfo
     profile = "linux-modern"  # the simulator's kernel profile for this host
@@ -96,8 +99,22 @@ class ServerInfo(Params):
         doc="CFS period of cpu_quota (cgroup cpu.cfs_period_us); 0 = no limit",
     )
 
+    cpu_quota_scope: str = param(
+        "server",
+        unit="",
+        choices=("server", "worker"),
+        doc="whose cgroup cpu_quota is (acceptsim measure --server-cpu-quota-scope): server, "
+        "one group for nginx's master and workers; worker, a group per worker with "
+        "cpu_quota each (the master's without limit); runs without the key were recorded "
+        "before the option and read as server",
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.cpu_quota_scope == "worker" and not self.cpu_quota:
+            raise ConfigError("server.cpu_quota_scope", self.cpu_quota_scope,
+                              "server without a CPU quota (server.cpu_quota = 0); worker "
+                              "only with server.cpu_quota > 0")
         if (self.cpu_quota > 0) != (self.cpu_period_us > 0):
             raise ConfigError(
                 "server.cpu_period_us",

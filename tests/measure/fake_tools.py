@@ -2,10 +2,11 @@
 
 Every fake process appends its pid to the file named by ``$FAKE_PIDS``, so that a test
 can check that none is left.  The fake nginx serves its prefix's ``html`` directory from
-a forked "worker"; its "master" does not stop that worker when it is stopped (the harness
-must kill what is left of nginx's process group), and with ``$FAKE_NGINX_SLOW_STOP`` it
-takes a second to exit on SIGTERM.  With ``$FAKE_CGROUP_PROCS`` the worker adds itself to
-that ``cgroup.procs``, as a real worker is in its master's cgroup.
+the forked "workers" its conf's ``worker_processes`` asks for; its "master" does not stop
+them when it is stopped (the harness must kill what is left of nginx's process group), and
+with ``$FAKE_NGINX_SLOW_STOP`` it takes a second to exit on SIGTERM.  With
+``$FAKE_CGROUP_PROCS`` each worker adds itself to that ``cgroup.procs``, as a real worker
+starts in its master's cgroup.
 """
 
 from __future__ import annotations
@@ -26,17 +27,26 @@ conf = open(sys.argv[sys.argv.index("-c") + 1]).read()
 port = int(re.search(r"listen [0-9.]+:(\d+)", conf).group(1))
 with open(os.environ["FAKE_PIDS"], "a") as f:
     f.write(f"{os.getpid()}\n")
-if os.fork() == 0:  # the "worker", as nginx's master forks one
-    with open(os.environ["FAKE_PIDS"], "a") as f:
-        f.write(f"{os.getpid()}\n")
-    if os.environ.get("FAKE_CGROUP_PROCS"):
-        with open(os.environ["FAKE_CGROUP_PROCS"], "a") as f:
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # nginx reopens its logs; no log here
+workers = int(re.search(r"worker_processes (\d+);", conf).group(1))
+os.chdir(os.path.join(prefix, "html"))
+server = None
+if workers > 1:  # one listening socket the workers share, as nginx's
+    server = http.server.HTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
+for _ in range(workers):
+    if os.fork() == 0:  # a "worker", as nginx's master forks them
+        with open(os.environ["FAKE_PIDS"], "a") as f:
             f.write(f"{os.getpid()}\n")
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
-    os.chdir(os.path.join(prefix, "html"))
-    http.server.HTTPServer(
-        ("127.0.0.1", port), http.server.SimpleHTTPRequestHandler
-    ).serve_forever()
+        if os.environ.get("FAKE_CGROUP_PROCS"):
+            with open(os.environ["FAKE_CGROUP_PROCS"], "a") as f:
+                f.write(f"{os.getpid()}\n")
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
+        if server is None:
+            server = http.server.HTTPServer(
+                ("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
+        server.serve_forever()
+if server is not None:
+    server.socket.close()
 if os.environ.get("FAKE_NGINX_SLOW_STOP"):
     def stop(signum, frame):
         time.sleep(1.5)
