@@ -238,7 +238,6 @@ class Core:
         self._ticking = False
         for c in contexts:
             c.core = self
-        contexts[0].kernel_here = True
 
     # -- the scheduler ---------------------------------------------------------------
     def wake(self, ctx: Context) -> None:
@@ -380,8 +379,6 @@ class Context(Cpu):
         super().__init__(env, categories)
         #: runnable, waiting for the processor (in its Core's queue)
         self.queued = False
-        #: the processor's kernel work is charged to this Context (its Core's first)
-        self.kernel_here = False
         #: a burst cut by a switch: its category (None: a wake-up's latency) and rest (s)
         self.parked = False
         self.parked_category: str | None = None
@@ -534,11 +531,12 @@ class Bandwidth:
             if core.running is ctx:
                 core.preempt(ctx, wait=False)
                 core.dispatch()
-            elif ctx.queued:  # (a task waiting has used none of its quota: not reached)
+                self._wake_pending = True  # it waits for its Core when the period ends
+            elif ctx.queued:  # (a task waiting uses none of its quota: not reached)
                 core.queue.remove(ctx)
                 ctx.queued = False
-            self._wake_pending = True  # it waits for its Core again when the period ends
-            return
+                self._wake_pending = True
+            return  # (asleep: a wake-up meanwhile is held, hold_wake)
         if cpu.task_end != INF and cpu._category is not None:
             # cut the running burst: what is left of it runs when the period ends
             rest = cpu.task_end - self._ready_at()

@@ -281,3 +281,24 @@ def test_a_task_of_its_own_cgroup_throttled_gives_the_processor_to_the_next() ->
     assert b_ran[0] == pytest.approx(1.1e-3)
     assert a.usage()["work"] == pytest.approx(0.01, rel=1e-6)
     assert b.usage()["work"] == pytest.approx(0.09, rel=1e-6)
+
+
+def test_a_task_asleep_when_its_cgroup_throttles_stays_asleep() -> None:
+    """A task that used its whole quota and then slept is throttled asleep: the period's
+    end must not make it runnable (only a wake-up does)."""
+    env, (a, b), _ = core_of(2)
+    woke = []
+
+    def sleeper():
+        yield "work", 1e-3  # the whole quota of its period
+        yield BLOCK
+        woke.append(env.now)
+
+    a.start(sleeper())
+    b.start(busy())
+    bw = a.limit(1e-3, 1e-2)
+    env.run(until=0.05)
+    assert woke == [] and bw.throttled_periods == 1
+    a.wake()
+    env.run(until=0.06)
+    assert len(woke) == 1

@@ -395,8 +395,15 @@ def test_a_runs_worker_counts_give_its_shares_and_its_model(tmp_path: Path) -> N
     assert record["worker_shares"] == [0.6, 0.2, 0.1, 0.1]
     assert record["worker_imbalance"] == pytest.approx(2.4)
     config = config_for(load_run(run_dir), CLUSTER1)
-    assert (config.cpus, config.workers, config.listen, config.wakeup) == (4, 4, "shared",
+    # on the one CPU nginx was pinned to (cpus = "0"), which its four workers share
+    assert (config.cpus, config.workers, config.listen, config.wakeup) == (1, 4, "shared",
                                                                            "mutex")
+    unpinned = text.replace('cpus = "0"', 'cpus = ""', 1)
+    assert unpinned != text
+    (run_dir / "run.toml").write_text(unpinned)
+    config = config_for(load_run(run_dir), CLUSTER1)  # not pinned: every CPU of its host
+    assert (config.cpus, config.workers) == (2, 4)
+    (run_dir / "run.toml").write_text(text)
     (run_dir / WORKERS_FILE).write_text("pid;requests\n")
     from acceptsim.measure.errors import ParseError
 
