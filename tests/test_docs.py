@@ -25,7 +25,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EXPECTED = {
     "architectures.ipynb": ["'select_cpu_grows_with_idle': True"],
     "multicore.ipynb": ["'exclusive_concentrates_before_1_21_6': True",
-                        "'stall_hurts_reuseport_more': True"],
+                        "'stall_hurts_reuseport_more': True",
+                        "'one_worker_at_light_load': True",
+                        "'a_shared_cpu_keeps_the_holder_longer': True"],
     "prototype_policy.ipynb": ["policy_vs_static rows: 3", "share-of-queues", "regret cases: 6"],
     "sweep.ipynb": ["gain_10_vs_1"],
     "validate.ipynb": ["off_mape_within_15pct: True", "direction right at",
