@@ -57,7 +57,13 @@ def test_record_is_consistent(run_dir: Path) -> None:
 
 
 def test_light_load_is_served_in_full() -> None:
-    frame = to_frame(load_run(d) for d in find_runs(DATA))
+    runs = [load_run(d) for d in find_runs(DATA)]
+    frame = to_frame(runs)
+    # not light: the accept mutex with a cgroup per worker (nginx-loopback-worker-cgroups),
+    # where the holder serves nearly everything on its own quota (4 workers: 0.05 CPU)
+    alone = [r.info.server.cpu_quota_scope == "worker" and r.info.server.accept_mutex
+             for r in runs]
+    frame = frame[[not a for a in alone]]
     light = frame[frame.target_rate_per_s == frame.target_rate_per_s.min()]
     assert not light.empty
     assert (light["connections.completed"] == light["connections.attempted"]).all()

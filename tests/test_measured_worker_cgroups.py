@@ -1,0 +1,156 @@
+"""nginx with a cgroup per worker, measured (tests/data/measured/nginx-loopback-worker-cgroups):
+2 workers with 0.1 CPU each (period 10 ms) and 4 with 0.05 CPU each (period 20 ms, the
+kernel's 1 ms minimum quota), all on CPU 0, against the model with the costs of
+``nginx-loopback-workers.params.toml`` and nothing fitted to these runs (the predictions
+were written before the recording: the data README).
+
+What holds: below the quotas' saturation (1,000 and 2,000/s) the shared socket's and
+reuseport's reply rates within 2% run by run, and their workers' shares within 10 points
+run by run at every rate.  What misses, kept as strict xfails with the numbers: at and
+above 3,500/s the measured workers serve about 3,000/s where the model's serve 4,200/s
+(each worker's quota used up, about 70 us of a worker's CPU per reply measured against
+the model's 48); and with the accept mutex the model gives the holder far more of the
+requests than measured once the load exceeds the quotas.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from acceptsim.config_io import load_params_file
+from acceptsim.measure import find_runs, load_run
+from acceptsim.measure.calibrate import config_for, validate
+from acceptsim.models.runner import run_point
+
+DATA = Path(__file__).resolve().parent / "data" / "measured"
+SET = DATA / "nginx-loopback-worker-cgroups"
+COSTS = load_params_file(DATA / "nginx-loopback-workers.params.toml")[0]
+RATES = (1000.0, 2000.0, 3500.0, 5000.0, 6000.0)
+
+
+def layout_of(name: str) -> str:
+    return "reuseport" if "reuseport" in name else "mutex" if "mutex" in name else "shared"
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[int, dict]:
+    return {n: validate([load_run(d) for d in find_runs(SET / f"workers-{n}")], COSTS, jobs=2)
+            for n in (2, 4)}
+
+
+def _by_layout(report: dict, layout: str) -> list[dict]:
+    rows = [row for row in report["runs"] if layout_of(row["run"]) == layout]
+    assert len(rows) == 15 and not any(row["excluded_because"] for row in rows)
+    return rows
+
+
+def test_every_run_has_a_cgroup_per_worker_and_the_server_saturated_first() -> None:
+    """Recorded with --server-cpu-quota-scope worker; httperf started every connection at
+    its target rate (no run client-limited), so where replies fall short the server did."""
+    for n, quota, period in ((2, 0.1, 10000), (4, 0.05, 20000)):
+        runs = [load_run(d) for d in find_runs(SET / f"workers-{n}")]
+        assert len(runs) == 45
+        for run in runs:
+            server = run.info.server
+            assert (server.cpu_quota_scope, server.cpu_quota, server.cpu_period_us,
+                    server.worker_processes, server.cpus) == ("worker", quota, period, n, "0")
+            assert not run.client_limited, (run.path.name, run.client_limits())
+            assert config_for(run, COSTS).cpu_quota_scope == "worker"
+
+
+MAPE_MISSES = {  # (workers, layout): measured MAPE, %
+    (2, "shared"): 21.5, (2, "mutex"): 16.4, (2, "reuseport"): 21.6,
+    (4, "shared"): 18.4, (4, "reuseport"): 17.5,
+}
+
+
+def _mape_case(workers: int, layout: str) -> object:
+    miss = MAPE_MISSES.get((workers, layout))
+    if miss is None:
+        return pytest.param(workers, layout)
+    return pytest.param(workers, layout, marks=pytest.mark.xfail(strict=True, reason=(
+        f"MAPE {miss}%: from 3,500/s on the measured workers serve 2,800-3,300/s (2,800-3,300 "
+        "shared and reuseport, 1,750-1,970 with the mutex of 2) where the model's serve "
+        "4,200/s (mutex of 2: 2,250-2,350/s); each worker's quota is used up and a reply "
+        "costs about 70 us of worker CPU measured (worker-cgroups.csv) against the model's "
+        "48 us and the one-group set's 50 us: a cost of a cgroup per worker that the model "
+        "lacks (see the data README)")))
+
+
+@pytest.mark.parametrize(("workers", "layout"), [
+    _mape_case(n, layout) for n in (2, 4) for layout in ("shared", "reuseport", "mutex")])
+def test_each_layouts_reply_rates_within_a_mape_of_10pct(
+    reports: dict[int, dict], workers: int, layout: str
+) -> None:
+    rows = _by_layout(reports[workers], layout)
+    mape = sum(abs(row["reply_rate_error_pct"]) for row in rows) / len(rows)
+    assert mape <= 10.0, mape
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("layout", ["shared", "reuseport"])
+def test_below_the_quotas_saturation_every_run_within_2pct(
+    reports: dict[int, dict], workers: int, layout: str
+) -> None:
+    rows = [row for row in _by_layout(reports[workers], layout)
+            if row["target_rate_per_s"] <= 2000.0]
+    assert len(rows) == 6
+    errors = [abs(row["reply_rate_error_pct"]) for row in rows]
+    assert max(errors) <= 2.0, errors
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("layout", ["shared", "reuseport"])
+def test_each_workers_share_within_10_points(
+    reports: dict[int, dict], workers: int, layout: str
+) -> None:
+    gaps = [row["worker_share_error_pp"] for row in _by_layout(reports[workers], layout)]
+    assert max(gaps) <= 10.0, gaps
+
+
+#: the seeds the model's mean share is taken over (as in test_measured_workers.py)
+SEEDS = range(1, 9)
+#: (workers, rate): the busier worker's mean share measured (three repeats) and the
+#: model's (eight seeds) where they differ by more than 10 points and two standard errors
+MUTEX_MISSES = {
+    (2, 3500.0): (0.601, 0.901), (2, 5000.0): (0.579, 0.855), (2, 6000.0): (0.551, 0.850),
+    (4, 2000.0): (0.353, 0.750), (4, 3500.0): (0.389, 0.716), (4, 5000.0): (0.353, 0.671),
+    (4, 6000.0): (0.349, 0.698),
+}
+
+
+def _mutex_case(workers: int, rate: float) -> object:
+    miss = MUTEX_MISSES.get((workers, rate))
+    if miss is None:
+        return pytest.param(workers, rate)
+    return pytest.param(workers, rate, marks=pytest.mark.xfail(strict=True, reason=(
+        f"the busier worker's mean share {miss[0]:.3f} measured, {miss[1]:.3f} simulated: "
+        "with a quota per worker the model's mutex holder serves most of the requests "
+        "once the load exceeds the quotas, the measured workers share them far more "
+        "evenly; the mechanism is not known (see the data README)")))
+
+
+@pytest.mark.parametrize(("workers", "rate"), [
+    _mutex_case(n, rate) for n in (2, 4) for rate in RATES])
+def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
+    """The busier worker's share of the requests under the accept mutex: the measured
+    repeats' mean within 10 points of the model's mean over eight seeds, or within two
+    standard errors of their difference (as tests/test_measured_workers.py)."""
+    runs = [load_run(d) for d in find_runs(SET / f"workers-{workers}")
+            if layout_of(d.name) == "mutex"]
+    at_rate = [r for r in runs if r.info.load.target_rate_per_s == rate]
+    assert len(at_rate) == 3
+    measured = [max(r.record()["worker_shares"]) for r in at_rate]
+    simulated = []
+    for seed in SEEDS:
+        record = run_point(config_for(at_rate[0], COSTS, seed=seed), checked=False)
+        replies = [w["replies_per_s"] for w in record["per_worker"]]
+        simulated.append(max(replies) / sum(replies))
+    gap = abs(np.mean(measured) - np.mean(simulated))
+    se = math.sqrt(np.var(measured, ddof=1) / len(measured)
+                   + np.var(simulated, ddof=1) / len(simulated))
+    assert gap <= max(0.10, 2 * se), (measured, simulated)
