@@ -153,8 +153,12 @@ class Cpu:
         return self.clock.now - asleep_at
 
     def asleep(self) -> bool:
-        """The task sleeps (it blocked and nothing woke it yet)."""
-        return self.task_end == INF and self._task is not None
+        """The task sleeps (it blocked and nothing woke it yet; a task woken while its
+        cgroup is throttled is runnable, not asleep: it runs when the period ends)."""
+        if self.task_end != INF or self._task is None:
+            return False
+        bandwidth = self.bandwidth
+        return bandwidth is None or not bandwidth.holds_wake()
 
     def cold_cost(self, idle_s: float) -> float:
         """CPU seconds a task resumed after ``idle_s`` of idle processor is charged
@@ -413,7 +417,7 @@ class Context(Cpu):
             core.enqueue(self)
 
     def asleep(self) -> bool:
-        return self.task_end == INF and not self.queued and self._task is not None
+        return not self.queued and Cpu.asleep(self)
 
     def wake(self) -> None:
         """Make the sleeping task runnable (no effect if it runs or waits to run): it
@@ -493,6 +497,10 @@ class Bandwidth:
     def _ready_at(self) -> float:
         """When the task can next run: now, or when the kernel's backlog is done."""
         return max(self.cpu.kernel_free_at, self.env.now)
+
+    def holds_wake(self) -> bool:
+        """The task was made runnable while throttled: it runs when the period ends."""
+        return self._wake_pending
 
     def hold_wake(self) -> bool:
         """Called by :meth:`Cpu.wake` for a sleeping task: True if it must stay
@@ -715,6 +723,9 @@ class SharedBandwidthMember(Bandwidth):
 
     def hold_wake(self) -> bool:
         return self.group.hold_wake(self.index)
+
+    def holds_wake(self) -> bool:
+        return self.group._wake_pending[self.index]
 
     def counters(self) -> dict[str, float]:
         return self.group.counters()

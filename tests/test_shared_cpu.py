@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import BLOCK, Environment
-from acceptsim.sim.cpu import INF, KERNEL, Context, Core, SharedBandwidth
+from acceptsim.sim.cpu import INF, KERNEL, Context, Core, Cpu, SharedBandwidth
 from acceptsim.sim.errors import ConfigError
 
 SLICE = 1.5e-3
@@ -302,3 +302,33 @@ def test_a_task_asleep_when_its_cgroup_throttles_stays_asleep() -> None:
     a.wake()
     env.run(until=0.06)
     assert len(woke) == 1
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_task_woken_while_throttled_is_no_longer_asleep(shared: bool) -> None:
+    """A wake-up during a throttle makes the task runnable (it leaves the wait queue it
+    slept on: an EPOLLEXCLUSIVE walk passes it by); it runs when the period ends."""
+    env = Environment()
+    a = Context(env, ["work"]) if shared else Cpu(env, ["work"])
+    b = Context(env, ["work"]) if shared else None
+    if b is not None:  # a busy task beside it on its processor, started after it
+        Core([a, b], SLICE, TICK)
+    ran = []
+
+    def sleeper():
+        yield "work", 1e-3  # its whole quota
+        yield BLOCK
+        ran.append(env.now)
+
+    a.start(sleeper())
+    if b is not None:
+        b.start(busy())
+    a.limit(1e-3, 1e-2)
+    env.run(until=2e-3)  # throttled since 1 ms, asleep
+    assert a.asleep()
+    a.wake()
+    assert not a.asleep() and ran == []
+    env.run(until=2e-2)
+    # alone it runs when the period ends; beside a busy task it waits there for the
+    # next tick that finds the other's slice used (12 ms)
+    assert ran == [pytest.approx(1.2e-2 if shared else 1e-2)]
