@@ -94,7 +94,9 @@ class HostCosts(Params):
         1.5e-6,
         unit="s",
         ge=0.0,
-        doc="kernel-generated segment: SYN-ACK retransmission, ACK of the client's FIN",
+        doc="send one segment: a SYN-ACK retransmission, the ACK of the client's FIN, and "
+        "every segment of a reply but its first (whose transmission is part of request_s, "
+        "tux_send_s, fitted with one-segment replies; models/tcp.py)",
     )
     # -- server system calls and work -----------------------------------------
     select_base_s: float = param(
@@ -112,7 +114,7 @@ class HostCosts(Params):
         1.0e-6, unit="s", ge=0.0, doc="accept() that fails with EAGAIN (queue empty)"
     )
     request_s: float = param(
-        14.5e-6,
+        14.524e-6,
         unit="s",
         ge=0.0,
         doc="serve one request: read, parse, look up the cached file, write headers and "
@@ -121,6 +123,16 @@ class HostCosts(Params):
     )
     send_per_byte_s: float = param(
         2.0e-9, unit="s/byte", ge=0.0, doc="per byte of reply copied and sent"
+    )
+    write_s: float = param(
+        2.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="a write() that continues a reply once its socket is writable again (system "
+        "call, socket lock and TCP's send bookkeeping), excluding the per-byte and "
+        "per-segment costs; set, not fitted (of the order of a system call that sends: "
+        "the one-segment reply's write is part of request_s).  TUX's further send passes "
+        "cost tux_send_s each instead",
     )
     close_s: float = param(
         5.0e-6, unit="s", ge=0.0, doc="read() of end-of-file and close() of the connection"
@@ -181,7 +193,7 @@ class HostCosts(Params):
         fitted=_FIT_TUX,
     )
     tux_send_s: float = param(
-        4.0e-6,
+        4.024e-6,
         unit="s",
         ge=0.0,
         doc="TUX sends one reply's headers and content into TCP, excluding per-byte cost "
@@ -258,6 +270,23 @@ class HostCosts(Params):
     )
     knot_thread_create_s: float = param(
         3.0e-6, unit="s", ge=0.0, doc="Knot-A: create a user-level thread for a new connection"
+    )
+
+    # -- the testbed's network: the server's links to the client machines -------------
+    nics: int = param(
+        2, unit="links", ge=0,
+        doc="the server's network interfaces to the clients, each a link of its own; the "
+        "client machines are split evenly among them (the paper: two gigabit NICs, four "
+        "client machines each).  0: no link is modelled (the clients are local)",
+    )
+    nic_bits_per_s: float = param(
+        1.0e9, unit="bits/s", gt=0.0, doc="line rate of each NIC's link (gigabit Ethernet)"
+    )
+    frame_overhead_bytes: int = param(
+        90, unit="bytes/segment", ge=0,
+        doc="what a segment takes on the wire beyond its payload: IP and TCP headers with "
+        "the timestamp option (52 bytes), Ethernet header and FCS (18), preamble (8) and "
+        "the inter-frame gap (12)",
     )
 
     # -- the client machines (httperf) -------------------------------------------------

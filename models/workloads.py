@@ -54,10 +54,11 @@ class OnePacketParams(Params):
     _prefix = "workload."
 
     reply_bytes: int = param(
-        1460,
+        1448,
         unit="bytes",
         ge=1,
-        doc="headers plus content of the reply, sized to fill one 1460-byte TCP segment",
+        doc="headers plus content of the reply, sized to fill one TCP segment (the kernel "
+        "profile's mss_bytes, 1448 with timestamps)",
     )
 
 
