@@ -448,8 +448,9 @@ class Client:
 
     def reply(self, conn: Connection) -> None:
         """The server has just written the whole reply to the current request, in one
-        step: its frames count on their link (:meth:`SendPath.whole`), and it arrives a
-        one-way delay later (:meth:`deliver`)."""
+        step: its frames count on their link
+        (:meth:`~acceptsim.models.tcp.SendPath.whole`), and it arrives a one-way delay
+        later (:meth:`deliver`)."""
         self.tx.whole(conn)
         self.deliver(conn)
 
