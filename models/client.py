@@ -446,17 +446,14 @@ class Client:
         if not conn.eof and self.clock.now >= conn.deadline + self.owd:
             self._kernel_fin(conn)
 
-    def reply(self, conn: Connection) -> None:
-        """The server has just written the whole reply to the current request, in one
-        step: its frames count on their link
-        (:meth:`~acceptsim.models.tcp.SendPath.whole`), and it arrives a one-way delay
-        later (:meth:`deliver`)."""
-        self.tx.whole(conn)
-        self.deliver(conn)
-
-    def deliver(self, conn: Connection) -> None:
+    def reply(self, conn: Connection, streamed: bool = False) -> None:
         """The last byte of the reply to the current request left the server (now): it
-        reaches the client a one-way delay later."""
+        reaches the client a one-way delay later.  ``streamed``: it was sent through the
+        send path (:class:`~acceptsim.models.tcp.SendPath`); else the server wrote it in
+        one step just now, and its frames are counted on their link here
+        (:meth:`~acceptsim.models.tcp.SendPath.whole`)."""
+        if not streamed:
+            self.tx.whole(conn)
         now = self.clock.now
         received = now + self.owd
         if received > conn.deadline or conn.outcome is not None:

@@ -22,7 +22,10 @@ _FIT1 = (
     "paper's userver one-packet peaks on cluster 1: about 19,500 replies/s at accept-limit 1 "
     "and 22,000 at accept-limit 10.  Peak = best reply rate over target rates 17k..25k step 1k, "
     "8 s runs with 3 s warm-up, seed 1; fit gives 19,593 (+0.5%) and 21,928 (-0.3%); "
-    "re-check with `acceptsim reproduce userver-one-packet`"
+    "re-check with `acceptsim reproduce userver-one-packet`.  The fit gave 14.5 us with a "
+    "1,460-byte one-packet reply; with the reply one 1,448-byte segment (kernel.mss_bytes) "
+    "request_s carries the 12 bytes' send_per_byte_s (24 ns), so a one-packet request costs "
+    "what it did"
 )
 
 _FIT_TUX = (
@@ -197,7 +200,10 @@ class HostCosts(Params):
         unit="s",
         ge=0.0,
         doc="TUX sends one reply's headers and content into TCP, excluding per-byte cost "
-        "(work_pending pass 2)",
+        "(work_pending pass 2; a reply larger than the send buffer takes a further pass for "
+        "each part, at this cost each).  Set at 4 us with a 1,460-byte one-packet reply; "
+        "4.024 us carries the 12 bytes' send_per_byte_s now that the reply is one "
+        "1,448-byte segment, so the send pass costs what it did",
     )
     tux_close_s: float = param(
         3.0e-6,

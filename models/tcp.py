@@ -207,7 +207,7 @@ class SendPath:
             if leaves > now:
                 self.clock.call_at(leaves, self._delivered, conn)
             else:
-                self.client.deliver(conn)
+                self.client.reply(conn, True)
             return True
         self.partial_writes += 1
         return False
@@ -218,7 +218,7 @@ class SendPath:
 
     # -- what comes back -----------------------------------------------------------------
     def _delivered(self, conn: Any) -> None:
-        self.client.deliver(conn)
+        self.client.reply(conn, True)
 
     def _acked(self, w: Any) -> None:
         """The ACKs of one write arrive: the kernel handles them, the bytes leave the send
@@ -237,11 +237,13 @@ class SendPath:
     def whole(self, conn: Connection) -> None:
         """A reply written in one step (one segment, or a server that writes it at once):
         its frames count on its link; its delivery is not delayed."""
-        nic = self.nic_of(conn)
-        if nic is not None:
+        nics = self._n_nics
+        if nics:
             nbytes: int = conn.reply_bytes
-            segs = (nbytes + self.mss - 1) // self.mss
-            nic.serialise(self.clock.now, nbytes + segs * self.overhead)
+            mss = self.mss
+            machines = self.machines
+            nic = self.nics[(conn.id % machines) * nics // machines]
+            nic.serialise(self.clock.now, nbytes + (nbytes + mss - 1) // mss * self.overhead)
 
     def link_busy(self) -> list[float]:
         """Seconds each link has been sending, cumulative (one per NIC)."""
