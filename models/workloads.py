@@ -196,10 +196,10 @@ class WsesslogParams(Params):
 
     path: str = param("", unit="", doc="httperf --wsesslog session file (required)")
     reply_bytes: int = param(
-        1460,
+        1448,
         unit="bytes",
         ge=1,
-        doc="reply size of a request whose line has no size= attribute",
+        doc="reply size of a request whose line has no size= attribute (one segment)",
     )
 
 
