@@ -38,7 +38,10 @@ Replies of one segment keep the path they always had: the server's burst, then
 ``Client.reply`` (their frame is counted on its link, the link's queue does not
 delay it: a lone frame's serialisation is part of the LAN's measured round trip).
 The same holds for servers that write a reply in one step (all but the userver,
-TUX and Knot): their bytes count on their link, their delivery is as before.
+TUX and Knot): their bytes count on their link, their delivery is as before.  The
+two-class server models one link of its own (Eggert and Heidemann's testbed): a
+:class:`Nic` that replaces the host's links (:meth:`SendPath.use_links`), so the
+record's ``link_utilization`` is its busy share too.
 
 Timing is kept per write, not per segment: a write's ACKs all arrive (and free its
 bytes in the buffer) when its last segment has been ACKed, one event per write.
@@ -244,6 +247,12 @@ class SendPath:
             machines = self.machines
             nic = self.nics[(conn.id % machines) * nics // machines]
             nic.serialise(self.clock.now, nbytes + (nbytes + mss - 1) // mss * self.overhead)
+
+    def use_links(self, nics: list[Nic]) -> None:
+        """Send on ``nics`` instead of the host's links (a server that models its own:
+        the two-class server's one link)."""
+        self.nics = list(nics)
+        self._n_nics = len(nics)
 
     def link_busy(self) -> list[float]:
         """Seconds each link has been sending, cumulative (one per NIC)."""
