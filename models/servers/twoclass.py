@@ -44,10 +44,10 @@ from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
 from acceptsim.models.kernel import ListenSocket
 from acceptsim.models.latency import ResponseTimes
-from acceptsim.models.tcp import Nic
 from acceptsim.models.servers.base import ACCEPT, ServerCounters, ServerHost
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, WORK, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.models.tcp import Nic
 from acceptsim.sim.params import Params, param, summary_of
 from acceptsim.sim.streams import Streams
 
