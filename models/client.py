@@ -50,6 +50,8 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models import arrivals
 from acceptsim.models.connection import SYN_RECV, SYN_SENT, Connection
+from acceptsim.models.costs import CLUSTER1
+from acceptsim.models.tcp import SendPath
 from acceptsim.models.workloads import Workload
 from acceptsim.sim.engine import DelayLine
 from acceptsim.sim.params import Params, param
@@ -214,6 +216,12 @@ class Client:
         ]
         #: retransmitted requests waiting for their tick
         self._rtx_timers = env.timer_lane()
+        #: the server host's send side and its links to the client machines (the run may
+        #: replace it: :class:`acceptsim.models.host.Host`)
+        self.tx = SendPath(
+            env, self, profile, costs if costs is not None else CLUSTER1, self._machines,
+            (costs if costs is not None else CLUSTER1).nics,
+        )
         self.reaction_delays = 0.0  # sum over the window, with their count
         self.reactions = 0
         # measurement window, set by the run before it starts
@@ -438,8 +446,14 @@ class Client:
         if not conn.eof and self.clock.now >= conn.deadline + self.owd:
             self._kernel_fin(conn)
 
-    def reply(self, conn: Connection) -> None:
-        """The server has just written the whole reply to the current request."""
+    def reply(self, conn: Connection, streamed: bool = False) -> None:
+        """The last byte of the reply to the current request left the server (now): it
+        reaches the client a one-way delay later.  ``streamed``: it was sent through the
+        send path (:class:`~acceptsim.models.tcp.SendPath`); else the server wrote it in
+        one step just now, and its frames are counted on their link here
+        (:meth:`~acceptsim.models.tcp.SendPath.whole`)."""
+        if not streamed:
+            self.tx.whole(conn)
         now = self.clock.now
         received = now + self.owd
         if received > conn.deadline or conn.outcome is not None:

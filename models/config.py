@@ -255,6 +255,10 @@ class RunConfig(Params):
             raise ConfigError("costs", self.costs, "a HostCosts parameter set")
         if not isinstance(self.kernel, KernelProfile):
             raise ConfigError("kernel", self.kernel, "a KernelProfile")
+        if self.kernel.tcp_wmem_bytes < self.kernel.mss_bytes:
+            raise ConfigError("kernel.tcp_wmem_bytes", self.kernel.tcp_wmem_bytes,
+                              f"at least kernel.mss_bytes ({self.kernel.mss_bytes}): a write "
+                              "into the send buffer takes whole segments")
         policies.policy_params(self.policy, self.accept_limit)  # unknown name/parameter: error
         arrivals.parse(self.rate_profile)
         if self.workload == "wsesslog":

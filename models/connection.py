@@ -52,6 +52,8 @@ class Connection:
         "pending",  # requests received and not yet read by the server
         "eof",  # the client's FIN has arrived
         "ready",  # listed in the server's ready set
+        "tx_left",  # bytes of the current reply not yet written (models.tcp)
+        "tx_queued",  # bytes written and not yet acknowledged: in the send buffer
         "server",  # server-private slot (a server may keep per-connection state here)
         "owner",  # the server (worker) that accepted it, for a socket several workers share
         "session",  # workload-private slot (e.g. the rest of a wsesslog session)
@@ -78,6 +80,8 @@ class Connection:
         self.pending = 0
         self.eof = False
         self.ready = False
+        self.tx_left = 0
+        self.tx_queued = 0
         self.server: Any = None
         self.owner: Any = None
         self.session: Any = None

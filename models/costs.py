@@ -22,7 +22,10 @@ _FIT1 = (
     "paper's userver one-packet peaks on cluster 1: about 19,500 replies/s at accept-limit 1 "
     "and 22,000 at accept-limit 10.  Peak = best reply rate over target rates 17k..25k step 1k, "
     "8 s runs with 3 s warm-up, seed 1; fit gives 19,593 (+0.5%) and 21,928 (-0.3%); "
-    "re-check with `acceptsim reproduce userver-one-packet`"
+    "re-check with `acceptsim reproduce userver-one-packet`.  The fit gave 14.5 us with a "
+    "1,460-byte one-packet reply; with the reply one 1,448-byte segment (kernel.mss_bytes) "
+    "request_s carries the 12 bytes' send_per_byte_s (24 ns), so a one-packet request costs "
+    "what it did"
 )
 
 _FIT_TUX = (
@@ -94,7 +97,9 @@ class HostCosts(Params):
         1.5e-6,
         unit="s",
         ge=0.0,
-        doc="kernel-generated segment: SYN-ACK retransmission, ACK of the client's FIN",
+        doc="send one segment: a SYN-ACK retransmission, the ACK of the client's FIN, and "
+        "every segment of a reply but its first (whose transmission is part of request_s, "
+        "tux_send_s, fitted with one-segment replies; models/tcp.py)",
     )
     # -- server system calls and work -----------------------------------------
     select_base_s: float = param(
@@ -112,7 +117,7 @@ class HostCosts(Params):
         1.0e-6, unit="s", ge=0.0, doc="accept() that fails with EAGAIN (queue empty)"
     )
     request_s: float = param(
-        14.5e-6,
+        14.524e-6,
         unit="s",
         ge=0.0,
         doc="serve one request: read, parse, look up the cached file, write headers and "
@@ -120,7 +125,21 @@ class HostCosts(Params):
         fitted=_FIT1,
     )
     send_per_byte_s: float = param(
-        2.0e-9, unit="s/byte", ge=0.0, doc="per byte of reply copied and sent"
+        2.0e-9, unit="s/byte", ge=0.0,
+        doc="per byte of reply copied and sent: the copy from the file's pages into the "
+        "socket's buffers (each byte read and written once, on the 2003 Xeon's 533 MHz "
+        "front-side bus of 4.3 GB/s peak, of the order of 1 to 2 GB/s sustained for a "
+        "copy) and no checksum (the e1000 computes it: checksum offload); set, not fitted",
+    )
+    write_s: float = param(
+        2.0e-6,
+        unit="s",
+        ge=0.0,
+        doc="a write() that continues a reply once its socket is writable again (system "
+        "call, socket lock and TCP's send bookkeeping), excluding the per-byte and "
+        "per-segment costs; set, not fitted (of the order of a system call that sends: "
+        "the one-segment reply's write is part of request_s).  TUX's further send passes "
+        "cost tux_send_s each instead",
     )
     close_s: float = param(
         5.0e-6, unit="s", ge=0.0, doc="read() of end-of-file and close() of the connection"
@@ -181,11 +200,14 @@ class HostCosts(Params):
         fitted=_FIT_TUX,
     )
     tux_send_s: float = param(
-        4.0e-6,
+        4.024e-6,
         unit="s",
         ge=0.0,
         doc="TUX sends one reply's headers and content into TCP, excluding per-byte cost "
-        "(work_pending pass 2)",
+        "(work_pending pass 2; a reply larger than the send buffer takes a further pass for "
+        "each part, at this cost each).  Set at 4 us with a 1,460-byte one-packet reply; "
+        "4.024 us carries the 12 bytes' send_per_byte_s now that the reply is one "
+        "1,448-byte segment, so the send pass costs what it did",
     )
     tux_close_s: float = param(
         3.0e-6,
@@ -258,6 +280,23 @@ class HostCosts(Params):
     )
     knot_thread_create_s: float = param(
         3.0e-6, unit="s", ge=0.0, doc="Knot-A: create a user-level thread for a new connection"
+    )
+
+    # -- the testbed's network: the server's links to the client machines -------------
+    nics: int = param(
+        2, unit="links", ge=0,
+        doc="the server's network interfaces to the clients, each a link of its own; the "
+        "client machines are split evenly among them (the paper: two gigabit NICs, four "
+        "client machines each).  0: no link is modelled (the clients are local)",
+    )
+    nic_bits_per_s: float = param(
+        1.0e9, unit="bits/s", gt=0.0, doc="line rate of each NIC's link (gigabit Ethernet)"
+    )
+    frame_overhead_bytes: int = param(
+        90, unit="bytes/segment", ge=0,
+        doc="what a segment takes on the wire beyond its payload: IP and TCP headers with "
+        "the timestamp option (52 bytes), Ethernet header and FCS (18), preamble (8) and "
+        "the inter-frame gap (12)",
     )
 
     # -- the client machines (httperf) -------------------------------------------------

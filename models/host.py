@@ -20,6 +20,7 @@ from acceptsim.models.progress import advance
 from acceptsim.models.series import TimeSeries
 from acceptsim.models.servers.base import ServerHost
 from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.tcp import SendPath
 from acceptsim.models.work import estimate_work
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.cpu import Cpu, SharedBandwidth
@@ -67,6 +68,11 @@ class Host:
         )
         self.client = Client(
             env, client_params, config.kernel, self.workload, streams, config.costs
+        )
+        # the send side charges the server host's kernel, and on loopback there is no link
+        self.client.tx = SendPath(
+            env, self.client, config.kernel, config.listen_costs(), config.costs.client_machines,
+            0 if config.network == "loopback" else config.costs.nics,
         )
         server_params = config.build_server_params()
         self.custom_policy = policy
@@ -131,6 +137,7 @@ class Host:
                 "drops": listen.drop_counts(),
                 "cookies_sent": listen.cookies_sent,
                 "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
+                "links": self.client.tx.link_busy(),
             }
         per_cpu = [cpu.usage() for cpu in self.cpus]
         limits = [limit.counters() for limit in self.limits]
@@ -140,6 +147,7 @@ class Host:
             "drops": sum_dicts([listen.drop_counts() for listen in self.listens]),
             "cookies_sent": sum(listen.cookies_sent for listen in self.listens),
             "cfs": sum_dicts(limits) if limits else {},
+            "links": self.client.tx.link_busy(),
             "per_cpu": per_cpu,
             "workers": [(w.counters(), w.replies_sent) for w in self.workers],
         }

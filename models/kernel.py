@@ -144,6 +144,25 @@ class KernelProfile(Params):
         le=1.0,
         doc="the server kernel's scheduler tick (1/HZ), at which a used-up slice is noticed",
     )
+    # -- the send side of an established connection (models.tcp) -----------------------
+    mss_bytes: int = param(
+        1448, unit="bytes", ge=1,
+        doc="payload bytes of one TCP segment: a 1500-byte Ethernet MTU less 20 bytes of IP "
+        "and 20 of TCP header and the 12-byte timestamp option (on by default on 2.4 and "
+        "today); a reply leaves as ceil(bytes / mss_bytes) segments",
+    )
+    tcp_wmem_bytes: int = param(
+        16384, unit="bytes", ge=1,
+        doc="a connection's send buffer (sk_sndbuf: tcp_wmem's default, 16 KB on 2.4): a "
+        "non-blocking write() takes what fits, the rest of the reply waits for ACKs; "
+        "counted in payload bytes (the kernel's growth of it with the congestion window, "
+        "tcp_new_space, is not modelled)",
+    )
+    ack_every_segments: int = param(
+        2, unit="segments", ge=1,
+        doc="the client's kernel ACKs every this many full segments it receives (the "
+        "delayed-ACK rule of __tcp_ack_snd_check: two)",
+    )
 
     def syn_queue_capacity(self, backlog: int) -> int:
         return backlog if self.syn_queue_is_backlog else self.max_syn_backlog

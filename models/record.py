@@ -35,6 +35,7 @@ SOURCES = {
     "server": "the server's counters (its accept phase, select() calls and work phases)",
     "kernel": "the kernel's listen socket (SYN and accept queues, drop rules)",
     "cpu": "the CPU's accounting per category, and the CFS bandwidth limit",
+    "network": "the server's links to the client machines (models.tcp)",
     "simulator": "the simulator itself (not the model)",
 }
 
@@ -75,6 +76,8 @@ class Window:
     workers: list[WorkerWindow]
     #: the share of each CPU's time its kernel work took, on a host of several CPUs
     kernel_per_cpu: list[float]
+    #: the share of the window each of the server's links was sending (one per NIC)
+    links: list[float]
 
     @property
     def target_rate_per_s(self) -> float | None:
@@ -269,6 +272,9 @@ METRICS: tuple[Metric, ...] = (
            "client loop is not modelled)", "client", _reaction_ms),
     Metric("cpu_share", "CPUs", "share of the CPU per category: kernel, the server's phases, "
            "idle (summed over the CPUs: they add up to cpus)", "cpu", lambda w: w.cpu_share),
+    Metric("link_utilization", "fraction", "the share of the window each of the server's "
+           "links to the clients was sending (one per NIC, costs.nics; replies' frames with "
+           "their overheads)", "network", lambda w: w.links),
     Metric("connections", "connections", "the window's connections: attempted, completed, "
            "timed_out, in_flight_at_end", "client", _connections),
     Metric("syn_drops_per_completed", "SYNs/connection", "SYN drops per completed connection "
@@ -370,6 +376,7 @@ def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: 
         cookies=end["cookies_sent"] - start["cookies_sent"],
         cpu_share=shares,
         cfs=differences(end["cfs"], start["cfs"]) if end["cfs"] else {},
+        links=[(e - s) / seconds for e, s in zip(end["links"], start["links"], strict=True)],
         cpu_time_s=cpu_time_s,
     )
 

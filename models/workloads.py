@@ -54,10 +54,11 @@ class OnePacketParams(Params):
     _prefix = "workload."
 
     reply_bytes: int = param(
-        1460,
+        1448,
         unit="bytes",
         ge=1,
-        doc="headers plus content of the reply, sized to fill one 1460-byte TCP segment",
+        doc="headers plus content of the reply, sized to fill one TCP segment (the kernel "
+        "profile's mss_bytes, 1448 with timestamps)",
     )
 
 
@@ -112,7 +113,7 @@ class SpecWeb99Params(Params):
         250, unit="bytes", ge=0, doc="HTTP response headers added to every file"
     )
     think_mean_s: float = param(
-        7.1e-3,
+        14.5e-3,
         unit="s",
         ge=0.0,
         doc="mean (exponential) client think time between the requests of a connection "
@@ -120,9 +121,11 @@ class SpecWeb99Params(Params):
         "the connection stays open, and in select()'s descriptor set, meanwhile.  0 = "
         "back-to-back requests",
         fitted="fitted to the paper's +39% of userver accept-limit inf over 1 at 30,000 target "
-        "requests/s (ratio of reply rates 1.39, mean of seeds 1-3, 10 s runs with 3 s warm-up; "
-        "fit gives 1.3915); see `acceptsim calibrate-paper specweb` and "
-        "models/calibration_results.toml",
+        "requests/s under the paper's protocol (ratio of reply rates 1.39, mean of seeds 1-2, "
+        "two-minute runs from the start; brentq gives 14.498 ms and 1.3899), with replies "
+        "sent as segments through the send buffer and the links (models/tcp.py); 7.1 ms "
+        "before them (10 s runs).  Without think time the ratio is 1.035; see `acceptsim "
+        "calibrate-paper specweb` and models/calibration_results.toml",
     )
 
 
@@ -193,10 +196,10 @@ class WsesslogParams(Params):
 
     path: str = param("", unit="", doc="httperf --wsesslog session file (required)")
     reply_bytes: int = param(
-        1460,
+        1448,
         unit="bytes",
         ge=1,
-        doc="reply size of a request whose line has no size= attribute",
+        doc="reply size of a request whose line has no size= attribute (one segment)",
     )
 
 

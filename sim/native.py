@@ -47,6 +47,7 @@ COMPILED = (
     "models/servers/userver.py",
     "models/servers/tux.py",
     "models/servers/knot.py",
+    "models/tcp.py",
 )
 
 #: set to "1" to run the Python sources even where compiled modules are present

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acceptsim.models import simulate
-from acceptsim.models.link import Link
-from acceptsim.sim.engine import Environment
+from acceptsim.models.tcp import Nic
 
 
 def run(server: str, bg_rate: float, **kw: object) -> dict:
@@ -18,14 +17,15 @@ def run(server: str, bg_rate: float, **kw: object) -> dict:
 
 
 def test_the_link_sends_chunks_in_order_at_its_rate() -> None:
-    env = Environment()
-    link = Link(env, 1000.0)
-    sent: list[tuple[str, float]] = []
-    link.send(500, lambda v: sent.append((v, env.now)), "big")
-    link.send(100, lambda v: sent.append((v, env.now)), "small")
-    env.run(until=5)
-    assert sent == [("big", pytest.approx(0.5)), ("small", pytest.approx(0.6))]
-    assert link.bytes_sent == 600 and link.busy_time == pytest.approx(0.6)
+    link = Nic(1000.0 * 8)  # 1,000 bytes/s
+    assert link.serialise(0.0, 500) == pytest.approx(0.5)
+    assert link.serialise(0.1, 100) == pytest.approx(0.6)  # queued behind the first
+    assert link.wire_bytes == 600 and link.busy_s == pytest.approx(0.6)
+
+
+def test_the_record_reports_the_two_class_link_as_the_hosts() -> None:
+    r = run("twoclass-plain", 150, duration_s=2.0, warmup_s=0.5)
+    assert r["link_utilization"] == [pytest.approx(r["link_busy_share"])]
 
 
 @pytest.mark.parametrize("server", ["twoclass", "twoclass-plain"])

@@ -70,6 +70,11 @@ class RequestBurst:
             self.burst = (self.category, self.request_s + self.per_byte * float(reply_bytes))
         return self.burst
 
+    def plus(self, reply_bytes: Any, extra: float) -> object:
+        """The burst of a request that writes ``reply_bytes`` bytes of its reply, with
+        ``extra`` seconds more (the segments beyond the first: models.tcp)."""
+        return (self.category, self.request_s + self.per_byte * float(reply_bytes) + extra)
+
 
 #: how a worker learns that a listening socket it shares with other workers has a
 #: connection (``ServerHost.wakeup``; acceptsim.models.multicore applies the rules)
@@ -94,6 +99,10 @@ class DrawnRequestBurst(RequestBurst):
     def of(self, reply_bytes: Any) -> object:
         cost = (self.request_s + self.per_byte * float(reply_bytes)) * self.factor()
         return (self.category, cost)
+
+    def plus(self, reply_bytes: Any, extra: float) -> object:
+        cost = (self.request_s + self.per_byte * float(reply_bytes)) * self.factor()
+        return (self.category, cost + extra)
 
 
 class ServerHost:

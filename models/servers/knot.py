@@ -265,6 +265,11 @@ class Knot(Server):
         close_burst: object = (WORK, self._close + io)
         # a request's burst, made again only when the reply's size changes
         request_bursts = RequestBurst(WORK, self._request + 2 * io, self._per_byte)
+        # a reply of several segments is written through the send buffer (models.tcp), a
+        # further write() through Capriccio's wrapper each
+        tx = client.tx
+        mss: int = tx.mss
+        write_io: float = self.costs.write_s + io
         while True:
             th = self.next_worker()
             if th is None:
@@ -320,9 +325,34 @@ class Knot(Server):
                     self._busy_thread()
                     continue
                 # serve the connection to completion
+                if conn.tx_left:  # the socket has room again: the reply goes on
+                    if conn.eof:  # the client has gone: the rest is dropped
+                        tx.abandon(conn)
+                        continue
+                    chunk = tx.chunk(conn)
+                    yield WORK, write_io + tx.send_cost(chunk, False)
+                    if tx.wrote(conn, chunk, False):
+                        self.requests += 1
+                        continue
+                    if conn.tx_queued <= tx.writable_at:  # writable again meanwhile
+                        continue
+                    conn.server = th  # block until the socket is writable
+                    self.conn_blocks += 1
+                    break
                 if conn.pending:
                     client.check_client_gone(conn)
                     conn.pending -= 1
+                    if conn.reply_bytes > mss and tx.start(conn):  # several segments
+                        chunk = tx.chunk(conn)
+                        yield request_bursts.plus(chunk, tx.segments_cost(chunk, True))
+                        if tx.wrote(conn, chunk, True):
+                            self.requests += 1
+                            continue
+                        if conn.tx_queued <= tx.writable_at:  # writable again meanwhile
+                            continue
+                        conn.server = th  # block until the socket is writable
+                        self.conn_blocks += 1
+                        break
                     yield request_bursts.of(conn.reply_bytes)
                     self.requests += 1
                     client.reply(conn)

@@ -169,6 +169,9 @@ class Tux(Server):
         request_s = costs.tux_request_s
         close_s = costs.tux_close_s
         accept_s = self.accept_call_costs()[0]
+        # a reply of several segments is sent through the send buffer (models.tcp)
+        tx = client.tx
+        mss: int = tx.mss
         clock = self.clock
         policy = self.policy
         acc = self.acceptor
@@ -205,7 +208,25 @@ class Tux(Server):
                     conn.ready = False
                     items += 1
                     state: _TuxConn = conn.server
-                    if state.send:
+                    if state.send and (conn.tx_left or conn.reply_bytes > mss):
+                        # a reply of several segments, through the send buffer: this pass
+                        # sends what fits; the connection comes back to work_pending when
+                        # its socket has room again (models.tcp)
+                        first = not conn.tx_left
+                        if first:
+                            tx.start(conn)
+                        elif conn.eof:  # the client has gone: the rest is dropped
+                            tx.abandon(conn)
+                            state.send = False
+                            self.readable(conn)
+                            continue
+                        chunk = tx.chunk(conn)
+                        yield WORK, send_s + tx.send_cost(chunk, first) + self._touch(conn)
+                        if tx.wrote(conn, chunk, first):
+                            state.send = False
+                            if conn.pending or conn.eof:
+                                self.readable(conn)
+                    elif state.send:
                         state.send = False
                         yield WORK, (
                             send_s + per_byte * float(conn.reply_bytes) + self._touch(conn)

@@ -10,9 +10,11 @@ listening socket from the run's clients; background requests arrive at a
 open-loop client stream this server starts itself (``bg_rate_per_s``
 connections/s, one reply of ``bg_reply_bytes`` each).
 
-Replies leave through one network link (:class:`acceptsim.models.link.Link`): a
-process writes at most a socket buffer (``send_chunk_bytes``) at a time
-and blocks until it has left.  Eggert and Heidemann's three mechanisms,
+Replies leave through one network link (a :class:`acceptsim.models.tcp.Nic` of
+``link_bytes_per_s``, the one link model every server's replies use; here it stands
+for the host's links, and the record's ``link_utilization`` is its busy share): a
+process writes at most a socket buffer (``send_chunk_bytes``) at a time and blocks
+until it has left.  Eggert and Heidemann's three mechanisms,
 each a parameter:
 
 * a **limited background pool**: only ``bg_workers`` processes serve the
@@ -42,10 +44,10 @@ from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
 from acceptsim.models.kernel import ListenSocket
 from acceptsim.models.latency import ResponseTimes
-from acceptsim.models.link import Link
 from acceptsim.models.servers.base import ACCEPT, ServerCounters, ServerHost
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, WORK, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
+from acceptsim.models.tcp import Nic
 from acceptsim.sim.params import Params, param, summary_of
 from acceptsim.sim.streams import Streams
 
@@ -173,7 +175,9 @@ class TwoClass(WorkerPool):
         # the listen socket of the base is the foreground's: what an accept policy sees
         super().__init__(host, params, policy)
         env, cpu, listen, client, costs = host.env, host.cpu, host.listen, host.client, host.costs
-        self.link = Link(env, params.link_bytes_per_s)
+        # the one link both classes' replies share, in place of the host's links
+        self.link = Nic(params.link_bytes_per_s * 8.0)
+        client.tx.use_links([self.link])
         self.fg = _Socket(listen, self)
         self.runq_fg: deque[_Worker] = deque()
         self.runq_bg = deque() if params.bg_low_priority else self.runq_fg
@@ -262,7 +266,8 @@ class TwoClass(WorkerPool):
             if w.background and p.bg_send_limit_bytes_per_s != INF:
                 sent = conn.reply_bytes - w.left
                 w.pace_at = w.send_from + sent / p.bg_send_limit_bytes_per_s
-            self.link.send(chunk, self._chunk_sent, (w, conn, last))
+            leaves = self.link.serialise(self.env.now, chunk)
+            self.env.call_at(leaves, self._chunk_sent, (w, conn, last))
             if last:
                 if w.pace_at > self.env.now:  # paced: this process's rate stays <= limit
                     self.env.call_at(w.pace_at, self._paced, w)
@@ -286,7 +291,8 @@ class TwoClass(WorkerPool):
     def _chunk_sent(self, item: tuple[_Worker, Connection, bool]) -> None:
         w, conn, last = item
         if last:  # the reply's last byte has left: the client has it half a round trip later
-            (self.bg_client if w.background else self.client).reply(conn)  # type: ignore[union-attr]
+            # (streamed: its bytes are on the link already)
+            (self.bg_client if w.background else self.client).reply(conn, True)  # type: ignore[union-attr]
             return
         if w.pace_at > self.env.now:
             self.env.call_at(w.pace_at, self._paced, w)
@@ -301,7 +307,7 @@ class TwoClass(WorkerPool):
         """The background's requests (the pool's are the foreground's), the link's busy
         time."""
         out = super().own_counters()
-        out.update(bg_requests=self.bg_requests, link_busy_time=self.link.busy_time)
+        out.update(bg_requests=self.bg_requests, link_busy_time=self.link.busy_s)
         return out
 
     def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:

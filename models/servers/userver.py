@@ -136,6 +136,10 @@ class Userver(Server):
             WORK, self.costs.request_s, self.costs.send_per_byte_s, self.params,
             client.streams, self.worker,
         )  # fmt: skip
+        # a reply of several segments is written through the send buffer (models.tcp)
+        tx = client.tx
+        mss: int = tx.mss
+        write_s: float = self.costs.write_s
         while True:
             # 1. getevents
             if own_getevents:  # Userver.getevents, in place
@@ -170,13 +174,32 @@ class Userver(Server):
                     conn = ready[i]
                     i += 1
                     conn.ready = False
-                    if conn.pending:
+                    if conn.tx_left:  # select() reported it writable: the reply goes on
+                        if conn.eof:  # the client has gone: the rest is dropped
+                            tx.abandon(conn)
+                            yield close_burst
+                            self.release(conn)
+                            continue
+                        chunk = tx.chunk(conn)
+                        yield WORK, write_s + tx.send_cost(chunk, False)
+                        if tx.wrote(conn, chunk, False):
+                            self.replies_sent += 1
+                            if conn.pending or conn.eof:
+                                self.readable(conn)
+                    elif conn.pending:
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
-                        yield bursts.of(conn.reply_bytes)
-                        self.replies_sent += 1
-                        client.reply(conn)
+                        if conn.reply_bytes > mss and tx.start(conn):  # several segments
+                            chunk = tx.chunk(conn)
+                            yield bursts.plus(chunk, tx.segments_cost(chunk, True))
+                            if not tx.wrote(conn, chunk, True):
+                                continue  # in select()'s write set until there is room
+                            self.replies_sent += 1
+                        else:
+                            yield bursts.of(conn.reply_bytes)
+                            self.replies_sent += 1
+                            client.reply(conn)
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     elif conn.eof:
