@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from measured_layouts import by_layout, layout_of, validate_set
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
-from acceptsim.measure.calibrate import config_for, validate
+from acceptsim.measure.calibrate import config_for
 from acceptsim.models.runner import run_point
 
 DATA = Path(__file__).resolve().parent / "data" / "measured"
@@ -32,20 +33,9 @@ COSTS = load_params_file(DATA / "nginx-loopback-workers.params.toml")[0]
 RATES = (1000.0, 2000.0, 3500.0, 5000.0, 6000.0)
 
 
-def layout_of(name: str) -> str:
-    return "reuseport" if "reuseport" in name else "mutex" if "mutex" in name else "shared"
-
-
 @pytest.fixture(scope="module")
 def reports() -> dict[int, dict]:
-    return {n: validate([load_run(d) for d in find_runs(SET / f"workers-{n}")], COSTS, jobs=2)
-            for n in (2, 4)}
-
-
-def _by_layout(report: dict, layout: str) -> list[dict]:
-    rows = [row for row in report["runs"] if layout_of(row["run"]) == layout]
-    assert len(rows) == 15 and not any(row["excluded_because"] for row in rows)
-    return rows
+    return validate_set(SET, COSTS)
 
 
 def test_every_run_has_a_cgroup_per_worker_and_the_server_saturated_first() -> None:
@@ -86,7 +76,7 @@ def _mape_case(workers: int, layout: str) -> object:
 def test_each_layouts_reply_rates_within_a_mape_of_10pct(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    rows = _by_layout(reports[workers], layout)
+    rows = by_layout(reports[workers], layout)
     mape = sum(abs(row["reply_rate_error_pct"]) for row in rows) / len(rows)
     assert mape <= 10.0, mape
 
@@ -96,7 +86,7 @@ def test_each_layouts_reply_rates_within_a_mape_of_10pct(
 def test_below_the_quotas_saturation_every_run_within_2pct(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    rows = [row for row in _by_layout(reports[workers], layout)
+    rows = [row for row in by_layout(reports[workers], layout)
             if row["target_rate_per_s"] <= 2000.0]
     assert len(rows) == 6
     errors = [abs(row["reply_rate_error_pct"]) for row in rows]
@@ -108,7 +98,7 @@ def test_below_the_quotas_saturation_every_run_within_2pct(
 def test_each_workers_share_within_10_points(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    gaps = [row["worker_share_error_pp"] for row in _by_layout(reports[workers], layout)]
+    gaps = [row["worker_share_error_pp"] for row in by_layout(reports[workers], layout)]
     assert max(gaps) <= 10.0, gaps
 
 

@@ -24,10 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from measured_layouts import by_layout, layout_of, validate_set
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
-from acceptsim.measure.calibrate import config_for, validate
+from acceptsim.measure.calibrate import config_for
 from acceptsim.models.runner import run_point
 
 DATA = Path(__file__).resolve().parent / "data" / "measured"
@@ -35,20 +36,9 @@ SET = DATA / "nginx-loopback-workers"
 COSTS = load_params_file(DATA / "nginx-loopback-workers.params.toml")[0]
 
 
-def layout_of(name: str) -> str:
-    return "reuseport" if "reuseport" in name else "mutex" if "mutex" in name else "shared"
-
-
 @pytest.fixture(scope="module")
 def reports() -> dict[int, dict]:
-    return {n: validate([load_run(d) for d in find_runs(SET / f"workers-{n}")], COSTS, jobs=2)
-            for n in (2, 4)}
-
-
-def _by_layout(report: dict, layout: str) -> list[dict]:
-    rows = [row for row in report["runs"] if layout_of(row["run"]) == layout]
-    assert len(rows) == 15 and not any(row["excluded_because"] for row in rows)
-    return rows
+    return validate_set(SET, COSTS)
 
 
 @pytest.mark.parametrize("workers", [2, 4])
@@ -56,7 +46,7 @@ def _by_layout(report: dict, layout: str) -> list[dict]:
 def test_each_layouts_reply_rates_within_a_mape_of_10pct(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    rows = _by_layout(reports[workers], layout)
+    rows = by_layout(reports[workers], layout)
     mape = sum(abs(row["reply_rate_error_pct"]) for row in rows) / len(rows)
     assert mape <= 10.0, mape
 
@@ -66,7 +56,7 @@ def test_each_layouts_reply_rates_within_a_mape_of_10pct(
 def test_each_workers_share_within_10_points(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    gaps = [row["worker_share_error_pp"] for row in _by_layout(reports[workers], layout)]
+    gaps = [row["worker_share_error_pp"] for row in by_layout(reports[workers], layout)]
     assert max(gaps) <= 10.0, gaps
 
 
