@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from acceptsim.measure import find_runs, load_run
-from acceptsim.measure.calibrate import validate
+from acceptsim.measure.calibrate import config_for, validate
+from acceptsim.models.runner import run_point
 
 #: the workers' numbers each set was recorded with, and the runs per layout in each
 WORKERS = (2, 4)
@@ -30,3 +34,29 @@ def by_layout(report: dict, layout: str) -> list[dict]:
     rows = [row for row in report["runs"] if layout_of(row["run"]) == layout]
     assert len(rows) == RUNS_PER_LAYOUT and not any(row["excluded_because"] for row in rows)
     return rows
+
+
+def layout_mape(report: dict, layout: str) -> float:
+    """The mean absolute % error of one layout's reply rates in ``report``."""
+    rows = by_layout(report, layout)
+    return sum(abs(row["reply_rate_error_pct"]) for row in rows) / len(rows)
+
+
+#: the seeds the model's mean share is taken over (:func:`busier_share_gap`)
+SEEDS = range(1, 9)
+
+
+def busier_share_gap(runs: list[Any], costs: Any) -> tuple[float, float, list, list]:
+    """The busier worker's share of the requests in ``runs`` (the repeats of one point)
+    against the model's over :data:`SEEDS`: the gap between the two means, two standard
+    errors of that difference, and the measured and simulated shares."""
+    measured = [max(r.record()["worker_shares"]) for r in runs]
+    simulated = []
+    for seed in SEEDS:
+        record = run_point(config_for(runs[0], costs, seed=seed), checked=False)
+        replies = [w["replies_per_s"] for w in record["per_worker"]]
+        simulated.append(max(replies) / sum(replies))
+    gap = abs(float(np.mean(measured)) - float(np.mean(simulated)))
+    se = math.sqrt(np.var(measured, ddof=1) / len(measured)
+                   + np.var(simulated, ddof=1) / len(simulated))
+    return gap, 2 * se, measured, simulated

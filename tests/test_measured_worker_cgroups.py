@@ -15,17 +15,14 @@ requests than measured once the load exceeds the quotas.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
 import pytest
-from measured_layouts import by_layout, layout_of, validate_set
+from measured_layouts import busier_share_gap, by_layout, layout_mape, layout_of, validate_set
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for
-from acceptsim.models.runner import run_point
 
 DATA = Path(__file__).resolve().parent / "data" / "measured"
 SET = DATA / "nginx-loopback-worker-cgroups"
@@ -76,8 +73,7 @@ def _mape_case(workers: int, layout: str) -> object:
 def test_each_layouts_reply_rates_within_a_mape_of_10pct(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    rows = by_layout(reports[workers], layout)
-    mape = sum(abs(row["reply_rate_error_pct"]) for row in rows) / len(rows)
+    mape = layout_mape(reports[workers], layout)
     assert mape <= 10.0, mape
 
 
@@ -102,8 +98,6 @@ def test_each_workers_share_within_10_points(
     assert max(gaps) <= 10.0, gaps
 
 
-#: the seeds the model's mean share is taken over (as in test_measured_workers.py)
-SEEDS = range(1, 9)
 #: (workers, rate): the busier worker's mean share measured (three repeats) and the
 #: model's (eight seeds) where they differ by more than 10 points and two standard errors
 MUTEX_MISSES = {
@@ -134,13 +128,5 @@ def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: f
             if layout_of(d.name) == "mutex"]
     at_rate = [r for r in runs if r.info.load.target_rate_per_s == rate]
     assert len(at_rate) == 3
-    measured = [max(r.record()["worker_shares"]) for r in at_rate]
-    simulated = []
-    for seed in SEEDS:
-        record = run_point(config_for(at_rate[0], COSTS, seed=seed), checked=False)
-        replies = [w["replies_per_s"] for w in record["per_worker"]]
-        simulated.append(max(replies) / sum(replies))
-    gap = abs(np.mean(measured) - np.mean(simulated))
-    se = math.sqrt(np.var(measured, ddof=1) / len(measured)
-                   + np.var(simulated, ddof=1) / len(simulated))
-    assert gap <= max(0.10, 2 * se), (measured, simulated)
+    gap, two_se, measured, simulated = busier_share_gap(at_rate, COSTS)
+    assert gap <= max(0.10, two_se), (measured, simulated)

@@ -19,12 +19,10 @@ errors of the difference.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
 import pytest
-from measured_layouts import by_layout, layout_of, validate_set
+from measured_layouts import busier_share_gap, by_layout, layout_mape, layout_of, validate_set
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
@@ -46,8 +44,7 @@ def reports() -> dict[int, dict]:
 def test_each_layouts_reply_rates_within_a_mape_of_10pct(
     reports: dict[int, dict], workers: int, layout: str
 ) -> None:
-    rows = by_layout(reports[workers], layout)
-    mape = sum(abs(row["reply_rate_error_pct"]) for row in rows) / len(rows)
+    mape = layout_mape(reports[workers], layout)
     assert mape <= 10.0, mape
 
 
@@ -74,14 +71,6 @@ def test_without_nginx_1_21_6s_re_adding_the_shared_socket_would_be_far_off() ->
         assert max(replies) / sum(replies) > 0.85
 
 
-#: the seeds the model's mean share is taken over (``test_the_mutex_busier_worker_share...``)
-SEEDS = range(1, 9)
-
-
-def _busier_share(replies: list[float]) -> float:
-    return max(replies) / sum(replies)
-
-
 @pytest.mark.parametrize("workers", [2, 4])
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int) -> None:
     """At every rate, the busier worker's share of the requests under the accept mutex:
@@ -95,12 +84,5 @@ def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int) -> None
     assert len(rates) == 5
     for rate in rates:
         at_rate = [r for r in runs if r.info.load.target_rate_per_s == rate]
-        measured = [max(r.record()["worker_shares"]) for r in at_rate]
-        simulated = []
-        for seed in SEEDS:
-            record = run_point(config_for(at_rate[0], COSTS, seed=seed), checked=False)
-            simulated.append(_busier_share([w["replies_per_s"] for w in record["per_worker"]]))
-        gap = abs(np.mean(measured) - np.mean(simulated))
-        se = math.sqrt(np.var(measured, ddof=1) / len(measured)
-                       + np.var(simulated, ddof=1) / len(simulated))
-        assert gap <= max(0.10, 2 * se), (rate, measured, simulated)
+        gap, two_se, measured, simulated = busier_share_gap(at_rate, COSTS)
+        assert gap <= max(0.10, two_se), (rate, measured, simulated)
