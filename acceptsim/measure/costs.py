@@ -731,7 +731,7 @@ def measure_costs(
           "switches (/proc/PID/status) per reply in the same runs: its epoll_wait calls that "
           "slept", 1, unit="1")
         m("nginx_cpu_per_reply_s", [p[0] for p in pairs], "nginx's worker CPU time "
-          "(/proc/PID/schedstat) per reply under httperf at {nginx_plan.rates_per_s[0]:g}/s for "
+          f"(/proc/PID/schedstat) per reply under httperf at {nginx_plan.rates_per_s[0]:g}/s for "
           f"{nginx_plan.duration_s:g} s, {nginx_plan.file_size_bytes}-byte file, multi_accept "
           "on, no quota: everything nginx pays for a connection on this host", 1)
     return report

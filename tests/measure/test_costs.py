@@ -249,3 +249,12 @@ def test_the_command_line_and_python_give_one_answer_on_loopback(capsys) -> None
     assert cli["network"] == "loopback"
     assert cli["reply_rate_per_s"] == py["reply_rate_per_s"]
     assert cli["cpu_share"]["kernel"] == py["cpu_share"]["kernel"] == 0.0
+
+
+@pytest.mark.parametrize("path", sorted(MEASURED.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_measurement_says_its_method_in_full(path) -> None:
+    """A method text is written once per measurement: a placeholder left unformatted
+    (a "{...}" outside an f-string) would stand in every file measured after it."""
+    for name, table in load_measurements(path).items():
+        if isinstance(table, dict) and "method" in table:
+            assert "{" not in table["method"] and "}" not in table["method"], (path.name, name)
