@@ -301,7 +301,10 @@ class Core:
         if ctx.parked:
             ctx.parked = False
             category = ctx.parked_category
-            rest = ctx.parked_rest
+            # a burst resumed on a processor that stood idle (after its cgroup's throttle,
+            # or the server's) runs longer by the cold cost, as a task alone on its CPU
+            # does (Bandwidth); one resumed as another task stops runs warm
+            rest = ctx.parked_rest + ctx.cold_cost(ctx.idle_before)
             if category is not None:
                 ctx.task_time[category].used += rest
             ctx._category = category

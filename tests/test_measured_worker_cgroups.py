@@ -7,10 +7,14 @@ were written before the recording: the data README).
 What holds: below the quotas' saturation (1,000 and 2,000/s) the shared socket's and
 reuseport's reply rates within 2% run by run, and their workers' shares within 10 points
 run by run at every rate.  What misses, kept as strict xfails with the numbers: at and
-above 3,500/s the measured workers serve about 3,000/s where the model's serve 4,200/s
-(each worker's quota used up, about 70 us of a worker's CPU per reply measured against
-the model's 48); and with the accept mutex the model gives the holder far more of the
-requests than measured once the load exceeds the quotas.
+above 3,500/s the measured workers serve about 3,000/s where the model's serve 4,200/s.
+That is the machine, not the per-worker groups: the costs were fitted to runs recorded
+at 07:28 UTC and these runs were recorded at 13:04, when the machine ran about 20%
+slower.  With costs fitted to a reference recorded at 15:00 (the
+``nginx-loopback-cgroup-scopes`` set) every layout of this set is within a MAPE of 10%,
+and that set shows one group of 0.2 CPU serving what two groups of 0.1 do.  With the
+accept mutex the model still gives the holder more of the requests than measured once
+the load exceeds the quotas.
 """
 
 from __future__ import annotations
@@ -27,12 +31,19 @@ from acceptsim.measure.calibrate import config_for
 DATA = Path(__file__).resolve().parent / "data" / "measured"
 SET = DATA / "nginx-loopback-worker-cgroups"
 COSTS = load_params_file(DATA / "nginx-loopback-workers.params.toml")[0]
+#: the costs fitted to a reference recorded two hours after this set, on the same machine
+AFTERNOON = load_params_file(DATA / "nginx-loopback-cgroup-scopes.params.toml")[0]
 RATES = (1000.0, 2000.0, 3500.0, 5000.0, 6000.0)
 
 
 @pytest.fixture(scope="module")
 def reports() -> dict[int, dict]:
     return validate_set(SET, COSTS)
+
+
+@pytest.fixture(scope="module")
+def afternoon() -> dict[int, dict]:
+    return validate_set(SET, AFTERNOON)
 
 
 def test_every_run_has_a_cgroup_per_worker_and_the_server_saturated_first() -> None:
@@ -49,9 +60,9 @@ def test_every_run_has_a_cgroup_per_worker_and_the_server_saturated_first() -> N
             assert config_for(run, COSTS).cpu_quota_scope == "worker"
 
 
-MAPE_MISSES = {  # (workers, layout): measured MAPE, %
-    (2, "shared"): 21.5, (2, "mutex"): 16.4, (2, "reuseport"): 21.6,
-    (4, "shared"): 18.4, (4, "reuseport"): 17.5,
+MAPE_MISSES = {  # (workers, layout): MAPE, % (predicted with the morning's costs)
+    (2, "shared"): 20.0, (2, "mutex"): 19.2, (2, "reuseport"): 20.0,
+    (4, "shared"): 17.6, (4, "reuseport"): 16.6,
 }
 
 
@@ -60,12 +71,12 @@ def _mape_case(workers: int, layout: str) -> object:
     if miss is None:
         return pytest.param(workers, layout)
     return pytest.param(workers, layout, marks=pytest.mark.xfail(strict=True, reason=(
-        f"MAPE {miss}%: from 3,500/s on the measured workers serve 2,800-3,300/s (2,800-3,300 "
-        "shared and reuseport, 1,750-1,970 with the mutex of 2) where the model's serve "
-        "4,200/s (mutex of 2: 2,250-2,350/s); each worker's quota is used up and a reply "
-        "costs about 70 us of worker CPU measured (worker-cgroups.csv) against the model's "
-        "48 us and the one-group set's 50 us: a cost of a cgroup per worker that the model "
-        "lacks (see the data README)")))
+        f"MAPE {miss}%: from 3,500/s on the measured workers serve 2,800-3,300/s (1,750-"
+        "1,970 with the mutex of 2) where the model's serve 4,100-4,200/s (mutex of 2: "
+        "2,300-2,350/s): the costs were fitted to runs recorded six hours earlier, when "
+        "the machine ran about 20% faster; with the costs of a reference recorded two "
+        "hours later (nginx-loopback-cgroup-scopes) every layout is within 10% "
+        "(test_with_the_afternoons_costs_every_layout_within_a_mape_of_10pct)")))
 
 
 @pytest.mark.parametrize(("workers", "layout"), [
@@ -75,6 +86,17 @@ def test_each_layouts_reply_rates_within_a_mape_of_10pct(
 ) -> None:
     mape = layout_mape(reports[workers], layout)
     assert mape <= 10.0, mape
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("layout", ["shared", "reuseport", "mutex"])
+def test_with_the_afternoons_costs_every_layout_within_a_mape_of_10pct(
+    afternoon: dict[int, dict], workers: int, layout: str
+) -> None:
+    """The same runs against the costs fitted to the one-worker reference of
+    nginx-loopback-cgroup-scopes (recorded 15:00 UTC on the same machine, two hours after
+    these): the saturated rates are the machine's speed that afternoon."""
+    assert layout_mape(afternoon[workers], layout) <= 10.0
 
 
 @pytest.mark.parametrize("workers", [2, 4])
@@ -101,9 +123,9 @@ def test_each_workers_share_within_10_points(
 #: (workers, rate): the busier worker's mean share measured (three repeats) and the
 #: model's (eight seeds) where they differ by more than 10 points and two standard errors
 MUTEX_MISSES = {
-    (2, 3500.0): (0.601, 0.901), (2, 5000.0): (0.579, 0.855), (2, 6000.0): (0.551, 0.850),
-    (4, 2000.0): (0.353, 0.750), (4, 3500.0): (0.389, 0.716), (4, 5000.0): (0.353, 0.671),
-    (4, 6000.0): (0.349, 0.698),
+    (2, 3500.0): (0.601, 0.807), (2, 5000.0): (0.579, 0.787), (2, 6000.0): (0.551, 0.770),
+    (4, 2000.0): (0.353, 0.704), (4, 3500.0): (0.389, 0.630), (4, 5000.0): (0.353, 0.710),
+    (4, 6000.0): (0.349, 0.633),
 }
 
 
@@ -114,8 +136,8 @@ def _mutex_case(workers: int, rate: float) -> object:
     return pytest.param(workers, rate, marks=pytest.mark.xfail(strict=True, reason=(
         f"the busier worker's mean share {miss[0]:.3f} measured, {miss[1]:.3f} simulated: "
         "with a quota per worker the model's mutex holder serves most of the requests "
-        "once the load exceeds the quotas, the measured workers share them far more "
-        "evenly; the mechanism is not known (see the data README)")))
+        "once the load exceeds the quotas, the measured workers share them more evenly; "
+        "the mechanism is not known (see the data README)")))
 
 
 @pytest.mark.parametrize(("workers", "rate"), [

@@ -332,3 +332,32 @@ def test_a_task_woken_while_throttled_is_no_longer_asleep(shared: bool) -> None:
     # alone it runs when the period ends; beside a busy task it waits there for the
     # next tick that finds the other's slice used (12 ms)
     assert ran == [pytest.approx(1.2e-2 if shared else 1e-2)]
+
+
+def test_a_burst_cut_by_its_throttle_resumes_cold_only_on_a_processor_that_stood_idle() -> None:
+    """Two tasks, each in a 1 ms per 10 ms cgroup, bursts of 0.3 ms: each period a runs
+    1 ms, then b 1 ms, then the processor stands idle 8 ms.  a's cut burst resumes after
+    that idle and runs cold_cost(8 ms) longer; b's resumes when a is throttled, on a warm
+    processor, and does not (as a task alone on its CPU, sim.cpu.Bandwidth)."""
+    env, (a, b), _ = core_of(2)
+    ends: dict[str, list[float]] = {"a": [], "b": []}
+
+    def bursts(name: str):
+        while True:
+            yield "work", 3e-4
+            ends[name].append(env.now)
+
+    for c in (a, b):
+        c.cold_s, c.cold_tau_s = 100e-6, 3e-3
+    a.start(bursts("a"))
+    b.start(bursts("b"))
+    for c in (a, b):
+        c.limit(1e-3, 1e-2)
+    env.run(until=1.0)
+    assert ends["a"][:3] == pytest.approx([3e-4, 6e-4, 9e-4])
+    assert ends["b"][:3] == pytest.approx([1.3e-3, 1.6e-3, 1.9e-3])
+    cold = 100e-6 * (1 - math.exp(-8e-3 / 3e-3))
+    assert ends["a"][3] == pytest.approx(1e-2 + 2e-4 + cold)
+    assert ends["b"][3] == pytest.approx(1.1e-2 + 2e-4)
+    # the cold cost is run time of the task: its quota bounds it
+    assert a.usage()["work"] == pytest.approx(0.1, rel=1e-6)
