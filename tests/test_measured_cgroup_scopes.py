@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from measured_layouts import busier_share_gap, layout_of
+from measured_layouts import assert_mutex_share_is_the_models, layout_of, mutex_share_cases
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
@@ -33,7 +33,6 @@ DATA = Path(__file__).resolve().parent / "data" / "measured"
 SET = DATA / "nginx-loopback-cgroup-scopes"
 PARAMS = DATA / "nginx-loopback-cgroup-scopes.params.toml"
 COSTS = load_params_file(PARAMS)[0]
-RATES = (1000.0, 2000.0, 3500.0, 5000.0, 6000.0)
 #: part of the set: (workers, CPU quota per group, period in us, whose group it is)
 PARTS = {
     "workers-1": (1, 0.1, 10000, "server"),
@@ -168,24 +167,10 @@ MUTEX_MISSES = {
 }
 
 
-def _mutex_case(workers: int, rate: float) -> object:
-    miss = MUTEX_MISSES.get((workers, rate))
-    if miss is None:
-        return pytest.param(workers, rate)
-    return pytest.param(workers, rate, marks=pytest.mark.xfail(strict=True, reason=(
-        f"the busier worker's mean share {miss[0]:.3f} measured, {miss[1]:.3f} simulated: "
-        "with a group per worker the measured workers take turns at the mutex more "
-        "evenly than the model's (4 workers), and at 1,000/s with 2 the model's second "
-        "worker sometimes gets it where the measured never did (see the data README)")))
-
-
-@pytest.mark.parametrize(("workers", "rate"), [
-    _mutex_case(n, rate) for n in (2, 4) for rate in RATES])
+@pytest.mark.parametrize(("workers", "rate"), mutex_share_cases(MUTEX_MISSES, (
+    "with a group per worker the measured workers take turns at the mutex more evenly "
+    "than the model's (4 workers), and at 1,000/s with 2 the model's second worker "
+    "sometimes gets it where the measured never did (see the data README)")))
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
-    """As tests/test_measured_workers.py: the measured repeats' mean within 10 points of
-    the model's mean over eight seeds, or within two standard errors of the difference."""
-    at_rate = [r for r in runs_of(f"workers-{workers}", "mutex")
-               if r.info.load.target_rate_per_s == rate]
-    assert len(at_rate) == 3
-    gap, two_se, measured, simulated = busier_share_gap(at_rate, COSTS)
-    assert gap <= max(0.10, two_se), (measured, simulated)
+    """As tests/test_measured_workers.py (measured_layouts.assert_mutex_share_is_the_models)."""
+    assert_mutex_share_is_the_models(runs_of(f"workers-{workers}", "mutex"), rate, COSTS)

@@ -22,7 +22,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from measured_layouts import busier_share_gap, by_layout, layout_mape, layout_of, validate_set
+from measured_layouts import (
+    assert_mutex_share_is_the_models,
+    by_layout,
+    layout_mape,
+    layout_of,
+    mutex_share_cases,
+    validate_set,
+)
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
@@ -33,7 +40,6 @@ SET = DATA / "nginx-loopback-worker-cgroups"
 COSTS = load_params_file(DATA / "nginx-loopback-workers.params.toml")[0]
 #: the costs fitted to a reference recorded two hours after this set, on the same machine
 AFTERNOON = load_params_file(DATA / "nginx-loopback-cgroup-scopes.params.toml")[0]
-RATES = (1000.0, 2000.0, 3500.0, 5000.0, 6000.0)
 
 
 @pytest.fixture(scope="module")
@@ -129,26 +135,12 @@ MUTEX_MISSES = {
 }
 
 
-def _mutex_case(workers: int, rate: float) -> object:
-    miss = MUTEX_MISSES.get((workers, rate))
-    if miss is None:
-        return pytest.param(workers, rate)
-    return pytest.param(workers, rate, marks=pytest.mark.xfail(strict=True, reason=(
-        f"the busier worker's mean share {miss[0]:.3f} measured, {miss[1]:.3f} simulated: "
-        "with a quota per worker the model's mutex holder serves most of the requests "
-        "once the load exceeds the quotas, the measured workers share them more evenly; "
-        "the mechanism is not known (see the data README)")))
-
-
-@pytest.mark.parametrize(("workers", "rate"), [
-    _mutex_case(n, rate) for n in (2, 4) for rate in RATES])
+@pytest.mark.parametrize(("workers", "rate"), mutex_share_cases(MUTEX_MISSES, (
+    "with a quota per worker the model's mutex holder serves most of the requests once the "
+    "load exceeds the quotas, the measured workers share them more evenly; the mechanism "
+    "is not known (see the data README)")))
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
-    """The busier worker's share of the requests under the accept mutex: the measured
-    repeats' mean within 10 points of the model's mean over eight seeds, or within two
-    standard errors of their difference (as tests/test_measured_workers.py)."""
+    """As tests/test_measured_workers.py (measured_layouts.assert_mutex_share_is_the_models)."""
     runs = [load_run(d) for d in find_runs(SET / f"workers-{workers}")
             if layout_of(d.name) == "mutex"]
-    at_rate = [r for r in runs if r.info.load.target_rate_per_s == rate]
-    assert len(at_rate) == 3
-    gap, two_se, measured, simulated = busier_share_gap(at_rate, COSTS)
-    assert gap <= max(0.10, two_se), (measured, simulated)
+    assert_mutex_share_is_the_models(runs, rate, COSTS)
