@@ -28,6 +28,7 @@ from measured_layouts import assert_mutex_share_is_the_models, layout_of, mutex_
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for, validate
+from acceptsim.models.runner import run_point
 
 DATA = Path(__file__).resolve().parent / "data" / "measured"
 SET = DATA / "nginx-loopback-cgroup-scopes"
@@ -174,3 +175,25 @@ MUTEX_MISSES = {
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
     """As tests/test_measured_workers.py (measured_layouts.assert_mutex_share_is_the_models)."""
     assert_mutex_share_is_the_models(runs_of(f"workers-{workers}", "mutex"), rate, COSTS)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "past saturation the kernel completed about 770 handshakes a second whose connection "
+    "never brought nginx a request (TcpPassiveOpens minus the replies), the model about "
+    "10: a SYN dropped at the full accept queue is retransmitted by the client's kernel "
+    "after 1 s (late by its timer wheel's granularity) and httperf's 1 s timeout fires "
+    "late when its processes share a CPU; when the retransmission wins, the handshake "
+    "completes and httperf then closes the connection unused, which nginx accepts, reads "
+    "the end of and closes.  The model's client always times out first (models/client.py)"))
+def test_handshakes_completed_without_a_request_past_saturation_are_the_models() -> None:
+    """One worker at 5,000 and 6,000/s: the connections the kernel established
+    (TcpPassiveOpens) beyond the replies, per second, against the model's accepts beyond
+    its replies, within 30% on the mean of the six runs."""
+    runs = [r for r in runs_of("workers-1") if r.info.load.target_rate_per_s >= 5000]
+    assert len(runs) == 6
+    measured = np.mean([(r.counter_deltas["TcpPassiveOpens"] - r.record()["replies_2xx"])
+                        / r.info.load.duration_s for r in runs])
+    assert measured > 300  # the counters say it happens
+    records = [run_point(config_for(r, COSTS), checked=False) for r in runs]
+    simulated = np.mean([rec["accept_rate_per_s"] - rec["reply_rate_per_s"] for rec in records])
+    assert simulated == pytest.approx(measured, rel=0.3), (measured, simulated)
