@@ -63,6 +63,8 @@ class ConnectionTime:
     min_ms: float
     avg_ms: float
     max_ms: float
+    #: read off httperf's histogram of 1-ms bins (a bin's centre), so it may lie up to
+    #: 0.5 ms outside [min_ms, max_ms]
     median_ms: float
     stddev_ms: float
 

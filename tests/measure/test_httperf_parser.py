@@ -67,7 +67,9 @@ def test_recorded_summaries_are_consistent(run_dir: Path) -> None:
             assert rr.stddev_per_s >= 0
         ct = r.connection_time
         assert ct.min_ms - 0.05 <= ct.avg_ms <= ct.max_ms + 0.05
-        assert ct.min_ms - 0.05 <= ct.median_ms <= ct.max_ms + 0.05
+        # httperf's median is read off its histogram of 1-ms bins (a bin's centre): with
+        # every connection under 1 ms it says 0.5 ms, above the maximum
+        assert ct.min_ms - 0.55 <= ct.median_ms <= ct.max_ms + 0.55
         size = r.reply_size
         assert size.total_bytes == pytest.approx(
             size.header_bytes + size.content_bytes + size.footer_bytes, abs=0.15
