@@ -301,9 +301,9 @@ class Core:
         if ctx.parked:
             ctx.parked = False
             category = ctx.parked_category
-            # a burst resumed on a processor that stood idle (after its cgroup's throttle,
-            # or the server's) runs longer by the cold cost, as a task alone on its CPU
-            # does (Bandwidth); one resumed as another task stops runs warm
+            # a burst resumed on a processor that stood idle (after its own cgroup's
+            # throttle, or the server's) runs longer by the cold cost, as a task alone on
+            # its CPU does (Bandwidth); one resumed as another task stops runs warm
             rest = ctx.parked_rest + ctx.cold_cost(ctx.idle_before)
             if category is not None:
                 ctx.task_time[category].used += rest
@@ -370,6 +370,9 @@ class Core:
         self.held = True
         if self.running is not None:
             self.preempt(self.running)
+        if not self._idle:  # the processor stands idle while the group is throttled
+            self._idle = True
+            self._idle_at = self.env.now
 
     def unthrottle(self) -> None:
         """The throttle ends: the first waiting task runs."""

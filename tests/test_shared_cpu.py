@@ -361,3 +361,25 @@ def test_a_burst_cut_by_its_throttle_resumes_cold_only_on_a_processor_that_stood
     assert ends["b"][3] == pytest.approx(1.1e-2 + 2e-4)
     # the cold cost is run time of the task: its quota bounds it
     assert a.usage()["work"] == pytest.approx(0.1, rel=1e-6)
+
+
+def test_under_the_servers_quota_a_cut_burst_resumes_cold_after_the_throttle() -> None:
+    """One busy task of two sharing a processor and one 1 ms per 10 ms group: its burst
+    cut at 1 ms resumes at 10 ms, after the processor stood idle 9 ms, and runs
+    cold_cost(9 ms) longer (as under a quota of its own)."""
+    env, (a, b), _ = core_of(2)
+    ends: list[float] = []
+
+    def bursts():
+        while True:
+            yield "work", 3e-4
+            ends.append(env.now)
+
+    a.cold_s, a.cold_tau_s = 100e-6, 3e-3
+    a.start(bursts())
+    SharedBandwidth([a, b], 1e-3, 1e-2)
+    env.run(until=1.0)
+    cold = 100e-6 * (1 - math.exp(-9e-3 / 3e-3))
+    assert ends[:3] == pytest.approx([3e-4, 6e-4, 9e-4])
+    assert ends[3] == pytest.approx(1e-2 + 2e-4 + cold)
+    assert a.usage()["work"] == pytest.approx(0.1, rel=1e-6)
