@@ -35,6 +35,21 @@ def busy(cost: float = 1e-4):
         yield "work", cost
 
 
+def woken_once(env: Environment, started: list[float]):
+    """A task that sleeps until woken, notes when it runs, works 0.1 ms and sleeps again."""
+    yield BLOCK
+    started.append(env.now)
+    yield "work", 1e-4
+    yield BLOCK
+
+
+def noted_bursts(env: Environment, ends: list[float], cost: float):
+    """A busy task whose bursts of ``cost`` seconds each note when they end."""
+    while True:
+        yield "work", cost
+        ends.append(env.now)
+
+
 def watch_one_at_a_time(env: Environment, contexts: list[Context], every: float) -> list[int]:
     """Probe every ``every`` seconds how many of ``contexts`` hold the processor; the
     probe fails the test at once if two do."""
@@ -88,13 +103,7 @@ def test_a_task_past_its_slice_gives_way_at_the_next_tick() -> None:
     env, (a, b), core = core_of(2)
     started = []
 
-    def worker_b():
-        yield BLOCK
-        started.append(env.now)
-        yield "work", 1e-4
-        yield BLOCK
-
-    b.start(worker_b())
+    b.start(woken_once(env, started))
     env.run(until=1e-6)
     a.start(busy(1e-4))
     env.call_at(5.1e-3, lambda _: b.wake())
@@ -162,13 +171,7 @@ def test_a_wake_during_a_throttle_runs_when_the_period_ends() -> None:
     env, (a, b), _ = core_of(2)
     started = []
 
-    def sleeper():
-        yield BLOCK
-        started.append(env.now)
-        yield "work", 1e-4
-        yield BLOCK
-
-    b.start(sleeper())
+    b.start(woken_once(env, started))
     env.run(until=1e-6)
     a.start(busy())
     SharedBandwidth([a, b], 1e-3, 1e-2)
@@ -341,16 +344,10 @@ def test_a_burst_cut_by_its_throttle_resumes_cold_only_on_a_processor_that_stood
     processor, and does not (as a task alone on its CPU, sim.cpu.Bandwidth)."""
     env, (a, b), _ = core_of(2)
     ends: dict[str, list[float]] = {"a": [], "b": []}
-
-    def bursts(name: str):
-        while True:
-            yield "work", 3e-4
-            ends[name].append(env.now)
-
     for c in (a, b):
         c.cold_s, c.cold_tau_s = 100e-6, 3e-3
-    a.start(bursts("a"))
-    b.start(bursts("b"))
+    a.start(noted_bursts(env, ends["a"], 3e-4))
+    b.start(noted_bursts(env, ends["b"], 3e-4))
     for c in (a, b):
         c.limit(1e-3, 1e-2)
     env.run(until=1.0)
@@ -369,14 +366,8 @@ def test_under_the_servers_quota_a_cut_burst_resumes_cold_after_the_throttle() -
     cold_cost(9 ms) longer (as under a quota of its own)."""
     env, (a, b), _ = core_of(2)
     ends: list[float] = []
-
-    def bursts():
-        while True:
-            yield "work", 3e-4
-            ends.append(env.now)
-
     a.cold_s, a.cold_tau_s = 100e-6, 3e-3
-    a.start(bursts())
+    a.start(noted_bursts(env, ends, 3e-4))
     SharedBandwidth([a, b], 1e-3, 1e-2)
     env.run(until=1.0)
     cold = 100e-6 * (1 - math.exp(-9e-3 / 3e-3))

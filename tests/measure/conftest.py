@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fake_cgroupfs import FakeCgroupfs
 from measure_samples import RUN_DIRS
 
 
@@ -20,3 +21,16 @@ def run_copy(tmp_path: Path) -> Path:
     target = tmp_path / "run"
     shutil.copytree(RUN_DIRS[0], target)
     return target
+
+
+@pytest.fixture
+def cgroupfs(monkeypatch: pytest.MonkeyPatch) -> object:
+    """Make fake hierarchies behave as cgroupfs: ``cgroupfs(root)``."""
+
+    def install(root: Path) -> FakeCgroupfs:
+        fake = FakeCgroupfs(root)
+        for name, function in fake.patches().items():
+            monkeypatch.setattr(Path, name, function)
+        return fake
+
+    return install

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fake_cgroupfs import FakeCgroupfs, make_root
+from fake_cgroupfs import make_root
 from fake_tools import script
 
 import acceptsim.measure.harness as harness
@@ -21,19 +21,6 @@ from acceptsim.measure.harness import (
     HarnessError,
     default_cgroup_root,
 )
-
-
-@pytest.fixture
-def cgroupfs(monkeypatch: pytest.MonkeyPatch) -> object:
-    """Make fake hierarchies behave as cgroupfs: ``cgroupfs(root)``."""
-
-    def install(root: Path) -> FakeCgroupfs:
-        fake = FakeCgroupfs(root)
-        for name, function in fake.patches().items():
-            monkeypatch.setattr(Path, name, function)
-        return fake
-
-    return install
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fake_cgroupfs import FakeCgroupfs, make_root
+from fake_cgroupfs import make_root
 from fake_tools import fake_bin, free_port, kill_all, script
 from measure_samples import HTTPERF_ONE
 
@@ -43,17 +43,6 @@ def plan(**changes: object) -> Plan:
     )
     fields.update(changes)
     return Plan(**fields)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def cgroupfs(monkeypatch: pytest.MonkeyPatch) -> object:
-    def install(root: Path) -> FakeCgroupfs:
-        fake = FakeCgroupfs(root)
-        for name, function in fake.patches().items():
-            monkeypatch.setattr(Path, name, function)
-        return fake
-
-    return install
 
 
 # -- the option --------------------------------------------------------------------------------
@@ -173,6 +162,19 @@ def test_a_left_over_group_with_worker_groups_in_it_is_replaced(
 
 
 # -- through the command -----------------------------------------------------------------------
+def fake_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, procs: Path) -> Path:
+    """Stand-ins for nginx and httperf on PATH, the fake nginx's workers starting in the
+    group whose ``cgroup.procs`` is ``procs``; the file the fakes write their pids to."""
+    pids = tmp_path / "pids"
+    bin_dir = fake_bin(tmp_path / "bin", pids)
+    (tmp_path / "httperf.txt").write_text(HTTPERF_ONE)
+    script(bin_dir, "httperf", f"exec {shutil.which('cat')} {tmp_path / 'httperf.txt'}")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("FAKE_PIDS", str(pids))
+    monkeypatch.setenv("FAKE_CGROUP_PROCS", str(procs))
+    return pids
+
+
 @pytest.mark.parametrize("version", [2, 1])
 def test_measure_moves_each_worker_into_its_own_group_and_records_the_scope(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -182,14 +184,8 @@ def test_measure_moves_each_worker_into_its_own_group_and_records_the_scope(
     cgroupfs(root)  # type: ignore[operator]
     monkeypatch.setattr(harness, "CGROUP_ROOT", root if version == 2 else tmp_path / "none")
     monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root if version == 1 else tmp_path / "no")
-    pids = tmp_path / "pids"
-    bin_dir = fake_bin(tmp_path / "bin", pids)
-    (tmp_path / "httperf.txt").write_text(HTTPERF_ONE)
-    script(bin_dir, "httperf", f"exec {shutil.which('cat')} {tmp_path / 'httperf.txt'}")
-    monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setenv("FAKE_PIDS", str(pids))
     # the fake's workers start in their master's group, as nginx's do
-    monkeypatch.setenv("FAKE_CGROUP_PROCS", str(root / CGROUP_NAME / "master" / "cgroup.procs"))
+    pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "master" / "cgroup.procs")
     moves: list[tuple[str, str]] = []
     place = CpuQuota.place_workers
 
@@ -235,13 +231,7 @@ def test_todays_scope_leaves_the_workers_in_nginxs_group(
     cgroupfs(root)  # type: ignore[operator]
     monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "none")
     monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root)
-    pids = tmp_path / "pids"
-    bin_dir = fake_bin(tmp_path / "bin", pids)
-    (tmp_path / "httperf.txt").write_text(HTTPERF_ONE)
-    script(bin_dir, "httperf", f"exec {shutil.which('cat')} {tmp_path / 'httperf.txt'}")
-    monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setenv("FAKE_PIDS", str(pids))
-    monkeypatch.setenv("FAKE_CGROUP_PROCS", str(root / CGROUP_NAME / "cgroup.procs"))
+    pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "cgroup.procs")
     out = tmp_path / "out"
     try:
         status = main([*ARGS, "--port", str(free_port()), "--workers", "2",
