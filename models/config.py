@@ -141,8 +141,9 @@ class RunConfig(Params):
         0.0, unit="CPUs", ge=0.0, le=MAX_CPUS, min_nonzero=1e-3,
         doc="CFS bandwidth limit on the server task, as a cgroup quota over its period "
         "(cpu.max; acceptsim measure --server-cpu-quota): processor seconds it may use per "
-        "second; it is throttled for the rest of a period once it has used "
-        "cpu_quota x cpu_period_s.  Kernel work is not limited (sim.cpu); with several "
+        "second; once it has used cpu_quota x cpu_period_s, the kernel notices at its "
+        "next tick (kernel.sched_tick_s) and throttles it until a period's quota has paid "
+        "what it overran.  Kernel work is not limited (sim.cpu); with several "
         "workers, cpu_quota_scope says whose quota it is; 0: no limit",
     )
     cpu_quota_scope: str = param(

@@ -53,11 +53,14 @@ class Host:
         self.limits: list[Any] = []
         if config.cpu_quota:
             quota_s = config.cpu_quota * config.cpu_period_s
+            # the kernel notices a used-up quota at its scheduler tick (sim.cpu.Bandwidth)
+            tick_s = config.kernel.sched_tick_s
             if config.workers > 1 and config.cpu_quota_scope == "server":
-                group = SharedBandwidth(self.cpus[: config.workers], quota_s, config.cpu_period_s)
+                group = SharedBandwidth(self.cpus[: config.workers], quota_s, config.cpu_period_s,
+                                        tick_s)
                 self.limits = [group]
             else:  # each worker's cgroup has the quota
-                self.limits = [cpu.limit(quota_s, config.cpu_period_s)
+                self.limits = [cpu.limit(quota_s, config.cpu_period_s, tick_s)
                                for cpu in self.cpus[: config.workers]]
         workload_cls, _ = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
@@ -170,6 +173,8 @@ class Host:
             attempts=lambda: estimate_work(config).attempts,
             started=lambda: client.connections_started,
         )  # fmt: skip
+        if self.timeseries is not None:
+            self.timeseries.finish()
         client.finish()
         cpu_time = time.process_time() - cpu_started
         return record.record(record.measure(self, self._start, self.snapshot(), cpu_time))

@@ -98,7 +98,27 @@ class TimeSeries:
         self._listens: list[Any] | None = None
         #: CFS counters, kernel counters and CPU seconds at the last sample
         self._kernel_last = self._kernel_counters()
-        self._call = env.call_in(interval_s, self._sample)
+        #: the sample due at the run's end, taken by :meth:`finish` once every event of
+        #: that instant has run (the run's whole counters include them)
+        self._final_due = False
+        self._call: Any = None
+        self._schedule_next(env.now)
+
+    def _schedule_next(self, now: float) -> None:
+        """The next sample: at its instant, or at the run's end by :meth:`finish`."""
+        due = self._start + (self._taken + 1) * self.interval_s
+        if due >= self.end_s - END_TOLERANCE_S:
+            self._final_due = due <= self.end_s + END_TOLERANCE_S
+        elif self._call is None:
+            self._call = self.env.call_in(due - now, self._sample)
+        else:
+            self.env.schedule_call(self._call, due - now)
+
+    def finish(self) -> None:
+        """The run has ended: the sample due at its end, if any."""
+        if self._final_due:
+            self._final_due = False
+            self._sample(None)
 
     def _kernel_counters(self) -> tuple[float, ...]:
         """Cumulative: throttled periods, seconds throttled, seconds the limited tasks
@@ -176,6 +196,4 @@ class TimeSeries:
         for key, value in zip(COLUMNS, row, strict=True):
             columns[key].append(value)
         self._taken += 1
-        due = self._start + (self._taken + 1) * interval
-        if due <= self.end_s + END_TOLERANCE_S:
-            env.schedule_call(self._call, min(due, self.end_s) - now)
+        self._schedule_next(now)

@@ -39,11 +39,17 @@ is *throttled* (it neither runs nor wakes) until the period ends, and its
 unfinished burst resumes then.  Kernel (interrupt) work is neither limited
 nor charged to the quota: on a kernel with IRQ time accounting, softirq time
 is taken out of the task's runtime, and packets keep arriving and being
-queued while the task is throttled.  The limit is enforced exactly, at the
-instant the quota runs out (the kernel enforces it at its next accounting
-point, a scheduler tick or the task's next sleep or wake-up, so it may
-overrun by up to a tick).  See :class:`Bandwidth`; :class:`SharedBandwidth` is one
-limit shared by the tasks of several CPUs (a cgroup holding several workers).
+queued while the task is throttled.  The kernel notices a used-up quota at its
+next accounting point for the task: a scheduler tick while it runs, or its next
+sleep or wake-up (``account_cfs_rq_runtime`` is called from ``update_curr``; there
+is no timer for the quota itself).  A task that runs on overruns its quota until
+the next tick, and the overrun is a debt: each period's refill first pays what
+the task owes (``distribute_cfs_runtime`` gives a throttled cfs_rq
+``-runtime_remaining + 1`` from the new quota and unthrottles it only once that
+is positive), so a long overrun keeps the task throttled for whole periods.  With
+``tick_s`` 0 the limit is enforced exactly, at the instant the quota runs out.
+See :class:`Bandwidth`; :class:`SharedBandwidth` is one limit shared by the tasks
+of several CPUs (a cgroup holding several workers).
 """
 
 from __future__ import annotations
@@ -108,12 +114,13 @@ class Cpu:
         #: this processor's number on its host (0 for the first)
         self.number = env.attach_cpu(self)
 
-    def limit(self, quota_s: float, period_s: float) -> Bandwidth:
+    def limit(self, quota_s: float, period_s: float, tick_s: float = 0.0) -> Bandwidth:
         """Limit the task to ``quota_s`` seconds of processor time per ``period_s``
-        (CFS bandwidth control), from the current instant."""
+        (CFS bandwidth control), from the current instant, noticed at the scheduler's
+        ticks every ``tick_s`` (0: exactly; see :class:`Bandwidth`)."""
         if self.bandwidth is not None:
             raise RuntimeError("this Cpu's task is already limited")
-        self.bandwidth = Bandwidth(self, quota_s, period_s)
+        self.bandwidth = Bandwidth(self, quota_s, period_s, tick_s)
         return self.bandwidth
 
     # -- kernel side ------------------------------------------------------
@@ -297,7 +304,7 @@ class Core:
         self.running = ctx
         self._slice_start = ctx.task_seconds()
         if ctx.bandwidth is not None:  # it uses its quota from now: a check when it may
-            ctx.bandwidth.hold_wake()  # run out (never held here: it is not throttled)
+            ctx.bandwidth.started()  # run out
         if ctx.parked:
             ctx.parked = False
             category = ctx.parked_category
@@ -461,27 +468,53 @@ def cfs_counters(
 _QUOTA_EPS_S: Final = 1e-12
 
 
+#: an instant this close to a tick (in ticks) is on it (float noise of the division)
+_TICK_EPS: Final = 1e-9
+
+
+def noticed_at(instant: float, tick_s: float) -> float:
+    """When the kernel notices a quota that runs out at ``instant``, its task running on:
+    at the first scheduler tick from then (ticks every ``tick_s`` from 0, the period's
+    own grid: both run on the monotonic clock); ``instant`` itself when ``tick_s`` is 0."""
+    if tick_s <= 0.0:
+        return instant
+    tick = math.ceil(instant / tick_s - _TICK_EPS) * tick_s
+    return tick if tick >= instant else instant  # (on a tick, within the noise)
+
+
 class Bandwidth:
     """A CFS bandwidth limit on a :class:`Cpu`'s task (see the module's docstring).
 
     The instant the quota runs out is found without touching the event loop's
-    hot path: a check is scheduled at the earliest instant it could run out
-    (now plus the quota left, were the task to run without a break); the
-    check measures what the task really used (interrupts and sleeps make it
-    less) and either throttles the task or schedules the next check.  A
-    sleeping task needs no check until it wakes.
+    hot path: a check is scheduled where the kernel would notice the earliest
+    instant it could run out (now plus the quota left, were the task to run
+    without a break, rounded up to the next scheduler tick); the check measures
+    what the task really used (interrupts and sleeps make it less) and either
+    throttles the task or schedules the next check.  A sleeping task needs no
+    check until it wakes; one that used its quota up before it slept is
+    throttled at its wake-up (the kernel throttles it at the sleep, which holds
+    the wake-up alike).  What a period's use went past its quota is owed: the
+    next period's runtime is the quota less the debt, and a task throttled
+    stays throttled through every period whose quota does not pay it off.  Runtime
+    left unused at a period's end is not carried (the kernel keeps up to
+    ``min_cfs_rq_runtime``, 1 ms, of a cfs_rq's own runtime across a refill: not
+    modelled).
 
     Counters as in the cgroup's ``cpu.stat``: ``periods`` (periods that
     ended), ``throttled_periods`` and ``throttled_s`` (time spent throttled).
     """
 
-    def __init__(self, cpu: Cpu, quota_s: float, period_s: float) -> None:
+    def __init__(self, cpu: Cpu, quota_s: float, period_s: float, tick_s: float = 0.0) -> None:
         if not 0.0 < quota_s <= period_s:
             raise ValueError(f"quota_s={quota_s} must lie in (0, period_s={period_s}]")
+        if tick_s < 0.0:
+            raise ValueError(f"tick_s={tick_s} must be at least 0")
         self.cpu = cpu
         self.env = env = cpu.env
         self.quota_s = quota_s
         self.period_s = period_s
+        #: the scheduler tick at which a used-up quota is noticed (0: at once)
+        self.tick_s = tick_s
         self.periods = 0
         self.throttled_periods = 0
         self.throttled_s = 0.0
@@ -491,9 +524,13 @@ class Bandwidth:
         self._left_on_wake: float | None = None  # quota left when the task slept at a check
         self._stalled: tuple[str, float] | None = None  # category and work of the cut burst
         self._generation = 0  # checks scheduled in an earlier period are stale
+        #: the runtime of this period: the quota less what the last ones overran (s)
+        self._budget = quota_s
+        #: the earliest instant the quota could run out, as of the last check scheduled
+        self._out_from = INF
         self._used_at_start = cpu.task_seconds()
         env.call_recurring(period_s, lambda: period_s, self._refill)
-        env.call_at(env.now + quota_s, self._check, 0)
+        self._arm(env.now, quota_s)
 
     def counters(self) -> dict[str, float]:
         """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
@@ -504,32 +541,57 @@ class Bandwidth:
         """When the task can next run: now, or when the kernel's backlog is done."""
         return max(self.cpu.kernel_free_at, self.env.now)
 
+    def _left(self) -> float:
+        """The runtime left in this period (negative: overrun)."""
+        return self._budget - (self.cpu.task_seconds() - self._used_at_start)
+
     def holds_wake(self) -> bool:
         """The task was made runnable while throttled: it runs when the period ends."""
         return self._wake_pending
 
     def hold_wake(self) -> bool:
         """Called by :meth:`Cpu.wake` for a sleeping task: True if it must stay
-        asleep (throttled; it wakes when the period ends)."""
+        asleep (throttled; it wakes when a period pays what it owes)."""
+        if self.tick_s > 0.0 and not self.throttled:
+            left = self._left_on_wake
+            if left is None and self.env.now >= self._out_from:
+                left = self._left()
+            if left is not None and left <= _QUOTA_EPS_S:
+                # it overran its quota, then slept before a tick noticed: the kernel
+                # throttled it at its sleep
+                self._left_on_wake = None
+                self._throttle()
         if self.throttled:
             self._wake_pending = True
             return True
+        self.started()
+        return False
+
+    def started(self) -> None:
+        """The task runs from now (woken, or given its shared processor): a check when
+        its quota may run out."""
         left = self._left_on_wake
         if left is not None:
             self._left_on_wake = None
-            self.env.call_at(self._ready_at() + left, self._check, self._generation)
-        return False
+            self._arm(self._ready_at(), left)
+
+    def _arm(self, start: float, left: float) -> None:
+        """A check where the kernel notices the quota's end, were the task to run from
+        ``start`` without a break with ``left`` seconds of it."""
+        self._out_from = out = start + (left if left > 0.0 else 0.0)
+        at = noticed_at(out, self.tick_s)
+        self.env.call_at(at if at > start else start, self._check, self._generation)
 
     def _check(self, generation: int) -> None:
         if generation != self._generation or self.throttled:
             return
         cpu = self.cpu
-        left = self.quota_s - (cpu.task_seconds() - self._used_at_start)
+        left = self._left()
         if left > _QUOTA_EPS_S:
             if cpu.task_end == INF:  # asleep: the quota cannot run out before it wakes
                 self._left_on_wake = left
             else:
-                self.env.call_at(self.env.now + left, self._check, generation)
+                self._arm(self.env.now, left)
             return
         self._throttle()
 
@@ -567,7 +629,14 @@ class Bandwidth:
         self.periods += 1
         self._generation += 1
         self._left_on_wake = None
+        # the new period's runtime: the quota, less what the last one overran
+        left = self._left()
+        self._budget = self.quota_s + left if left < -_QUOTA_EPS_S else self.quota_s
+        self._used_at_start = cpu.task_seconds()
         if self.throttled:
+            if self._budget <= _QUOTA_EPS_S:  # this quota does not pay the debt off
+                self.throttled_periods += 1
+                return
             self.throttled = False
             self.throttled_s += now - self._throttled_at
             start = self._ready_at()
@@ -588,11 +657,11 @@ class Bandwidth:
                 cpu._category = None
                 cpu.task_end = start
             self._wake_pending = False
-        self._used_at_start = cpu.task_seconds()
+            self._used_at_start = cpu.task_seconds()
         if cpu.task_end == INF:
-            self._left_on_wake = self.quota_s
+            self._left_on_wake = self._budget
         else:
-            self.env.call_at(self._ready_at() + self.quota_s, self._check, self._generation)
+            self._arm(self._ready_at(), self._budget)
 
 
 class SharedBandwidth:
@@ -600,22 +669,30 @@ class SharedBandwidth:
     cgroup holding every worker of a server (a container's CPU limit), whose ``quota``
     seconds per period any of them may use.  When the group has used its quota every
     task in it is throttled until the period ends (the kernel hands the global quota to
-    each CPU in slices, ``sched_cfs_bandwidth_slice_us``; the group here is one pool,
-    used up exactly).
+    each CPU in slices, ``sched_cfs_bandwidth_slice_us``; the group here is one pool).
 
-    The instant the quota runs out is found as :class:`Bandwidth` finds it: a check at
-    the earliest instant it could (now plus the quota left over the tasks running), and
-    again at every wake-up, which adds a runner.  Each CPU's :attr:`Cpu.bandwidth` is a
-    :class:`SharedBandwidthMember` of the group; :meth:`counters` are the group's."""
+    The instant the quota runs out is found as :class:`Bandwidth` finds it: a check
+    where the kernel would notice the earliest instant it could (now plus the quota left
+    over the tasks running, at the next tick), and again at every wake-up, which adds a
+    runner; what the group overran is owed, as there.  Each CPU's :attr:`Cpu.bandwidth`
+    is a :class:`SharedBandwidthMember` of the group; :meth:`counters` are the group's."""
 
-    def __init__(self, cpus: list[Cpu], quota_s: float, period_s: float) -> None:
+    def __init__(
+        self, cpus: list[Cpu], quota_s: float, period_s: float, tick_s: float = 0.0
+    ) -> None:
         processors = len({id(cpu.core if cpu.core is not None else cpu) for cpu in cpus})
         if not 0.0 < quota_s <= period_s * processors:
             raise ValueError(f"quota_s={quota_s} must lie in (0, period_s x processors]")
+        if tick_s < 0.0:
+            raise ValueError(f"tick_s={tick_s} must be at least 0")
         self.cpus = cpus
         self.env = env = cpus[0].env
         self.quota_s = quota_s
         self.period_s = period_s
+        #: the scheduler tick at which a used-up quota is noticed (0: at once)
+        self.tick_s = tick_s
+        #: the runtime of this period: the quota less what the last ones overran (s)
+        self._budget = quota_s
         self.periods = 0
         self.throttled_periods = 0
         self.throttled_s = 0.0
@@ -641,18 +718,25 @@ class SharedBandwidth:
     def _used(self) -> float:
         return sum(cpu.task_seconds() for cpu in self.cpus)
 
+    def _left(self) -> float:
+        """The group's runtime left in this period (negative: overrun)."""
+        return self._budget - (self._used() - self._used_at_start)
+
     def _schedule(self, extra_runners: int) -> None:
         """A check at the earliest instant the quota could run out, if a task runs."""
         runners = extra_runners + sum(1 for cpu in self.cpus if cpu.task_end != INF)
         if runners == 0:  # nothing runs: a wake-up schedules the next check
             return
-        left = self.quota_s - (self._used() - self._used_at_start)
-        at = self.env.now + max(left, 0.0) / runners
-        self.env.call_at(at, self._check, self._generation)
+        now = self.env.now
+        at = noticed_at(now + max(self._left(), 0.0) / runners, self.tick_s)
+        self.env.call_at(at if at > now else now, self._check, self._generation)
 
     def hold_wake(self, index: int) -> bool:
         """Called when the task of the group's CPU ``index`` is woken: True if it must
-        stay asleep (the group is throttled; it wakes when the period ends)."""
+        stay asleep (the group is throttled; it wakes when a period pays what the group
+        owes)."""
+        if not self.throttled and self.tick_s > 0.0 and self._left() <= _QUOTA_EPS_S:
+            self._throttle()  # the group overran, and its tasks slept before a tick
         if self.throttled:
             cpu = self.cpus[index]
             if cpu.core is not None:  # a task sharing a processor waits in its Core
@@ -666,8 +750,7 @@ class SharedBandwidth:
     def _check(self, generation: int) -> None:
         if generation != self._generation or self.throttled:
             return
-        left = self.quota_s - (self._used() - self._used_at_start)
-        if left > _QUOTA_EPS_S:
+        if self._left() > _QUOTA_EPS_S:
             self._schedule(0)
             return
         self._throttle()
@@ -695,7 +778,14 @@ class SharedBandwidth:
         now = self.env.now
         self.periods += 1
         self._generation += 1
+        # the new period's runtime: the quota, less what the last one overran
+        left = self._left()
+        self._budget = self.quota_s + left if left < -_QUOTA_EPS_S else self.quota_s
+        self._used_at_start = self._used()
         if self.throttled:
+            if self._budget <= _QUOTA_EPS_S:  # this quota does not pay the debt off
+                self.throttled_periods += 1
+                return
             self.throttled = False
             self.throttled_s += now - self._throttled_at
             for i, cpu in enumerate(self.cpus):
@@ -729,6 +819,9 @@ class SharedBandwidthMember(Bandwidth):
 
     def hold_wake(self) -> bool:
         return self.group.hold_wake(self.index)
+
+    def started(self) -> None:
+        self.group._schedule(1)  # one more runner: the quota may run out sooner
 
     def holds_wake(self) -> bool:
         return self.group._wake_pending[self.index]

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for, validate
@@ -65,19 +64,8 @@ def busier_share_gap(runs: list[Any], costs: Any) -> tuple[float, float, list, l
     return gap, 2 * se, measured, simulated
 
 
-def mutex_share_cases(misses: dict[tuple[int, float], tuple[float, float]], why: str) -> list:
-    """The (workers, rate) cases of a set's mutex mean-share test: a strict xfail where
-    ``misses`` gives the point's measured and simulated mean shares, ``why`` ending its
-    reason."""
-    cases = []
-    for n in WORKERS:
-        for rate in RATES:
-            miss = misses.get((n, rate))
-            marks = () if miss is None else pytest.mark.xfail(strict=True, reason=(
-                f"the busier worker's mean share {miss[0]:.3f} measured, {miss[1]:.3f} "
-                f"simulated: {why}"))
-            cases.append(pytest.param(n, rate, marks=marks))
-    return cases
+#: the (workers, rate) points of a set's mutex mean-share test
+MUTEX_CASES = [(n, rate) for n in WORKERS for rate in RATES]
 
 
 def assert_mutex_share_is_the_models(runs: list[Any], rate: float, costs: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from cpu_probes import running_stretches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,6 +106,89 @@ def test_a_task_that_sleeps_with_quota_left_is_throttled_when_it_uses_it_up() ->
     assert ends == [pytest.approx(1.04e-2)]
 
 
+TICK = 4e-3  # HZ=250, as linux-modern's sched_tick_s
+
+
+def test_a_quota_used_up_is_noticed_at_the_next_tick_and_the_overrun_is_owed() -> None:
+    """1 ms per 10 ms, ticks every 4 ms: the busy task runs on to the tick at 4 ms, owes
+    the 3 ms it overran, and stays throttled through the periods at 10, 20 and 30 ms,
+    whose quotas pay the debt; it runs again at 40 ms, to the tick at 44.  Over the run
+    it gets exactly its quota (fails with the quota enforced at once: 1 ms bursts every
+    10 ms)."""
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    cpu.start(busy(1e-4))
+    bw = cpu.limit(1e-3, 1e-2, TICK)
+    stretches = running_stretches(env, cpu, 0.4)
+    assert stretches[:3] == [(pytest.approx(a, abs=1.5e-4), pytest.approx(b, abs=1.5e-4))
+                             for a, b in ((0.0, 4e-3), (0.04, 0.044), (0.08, 0.084))]
+    assert cpu.usage()["work"] == pytest.approx(0.04, abs=1e-9)
+    # throttled in every period but the ones it ran in (from 4 to 40 ms, and so on)
+    assert bw.periods == 39 and bw.throttled_periods == 40
+    assert bw.counters()["throttled_s"] == pytest.approx(10 * 0.036, rel=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    quota=st.floats(0.05, 0.9),
+    period=st.sampled_from([5e-3, 1e-2, 2e-2, 0.1]),
+    burst=st.floats(1e-5, 2e-3),
+    sleep=st.floats(0.0, 3e-3),
+)
+def test_with_ticks_the_task_gets_its_quota_on_average_and_overruns_by_less_than_a_tick(
+    quota: float, period: float, burst: float, sleep: float
+) -> None:
+    """Whatever the period, bursts and sleeps: a period's use never exceeds the quota by a
+    tick or more, and over many periods the task uses at most its quota plus one
+    tick's overrun, all of it when it never sleeps."""
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+
+    def task():
+        while True:
+            yield "work", burst
+            if sleep:
+                env.call_in(sleep, lambda _: cpu.wake())
+                yield BLOCK
+
+    cpu.start(task())
+    cpu.limit(quota * period, period, TICK)
+    used = []
+    for k in range(1, 61):
+        before = cpu.usage()["work"]
+        env.run(until=k * period)
+        used.append(cpu.usage()["work"] - before)
+    for u in used:
+        assert u < quota * period + TICK + burst
+    assert sum(used) <= 60 * quota * period + TICK + burst
+    if not sleep:
+        assert sum(used) == pytest.approx(60 * quota * period, abs=TICK + burst)
+
+
+def test_a_task_that_overran_and_slept_before_the_tick_stays_asleep_until_paid() -> None:
+    """Its quota used up at 1 ms and asleep at 1.5 ms, before the tick at 4 ms: the
+    kernel throttled it at its sleep, so the wake-up at 3 ms is held until the period
+    at 10 ms pays the 0.5 ms it owes (fails with the throttle left to the tick: it would
+    run at 3 ms).  It runs then with 0.5 ms of that period left, overruns them, and its
+    1-ms burst ends at 11 ms, before the tick at 12 ms notices."""
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    woke = []
+
+    def task():
+        yield "work", 1.5e-3
+        yield BLOCK
+        woke.append(env.now)
+        yield "work", 1e-3
+        woke.append(env.now)
+
+    cpu.start(task())
+    cpu.limit(1e-3, 1e-2, TICK)
+    env.call_at(3e-3, lambda _: cpu.wake())
+    env.run(until=0.05)
+    assert woke == [pytest.approx(1e-2), pytest.approx(1.1e-2)]
+
+
 def test_without_a_quota_a_run_is_unchanged_and_reports_no_cfs() -> None:
     base = dict(server="nginx", accept_limit=1, rate_per_s=4000, duration_s=2, warmup_s=0.5,
                 kernel="linux-modern")
@@ -117,14 +201,14 @@ def test_without_a_quota_a_run_is_unchanged_and_reports_no_cfs() -> None:
 
 def test_a_quota_below_the_load_caps_the_server_and_throttles_it() -> None:
     """Mechanism check (fails if the quota is ignored): at 0.1 CPU the server does at
-    most a tenth of a CPU's work, is throttled in nearly every period, and serves far
-    fewer replies than unlimited."""
+    most a tenth of a CPU's work (and one tick's overrun at the window's edge), is
+    throttled in nearly every period, and serves far fewer replies than unlimited."""
     base = dict(server="nginx", accept_limit=math.inf, rate_per_s=5000, duration_s=3,
                 warmup_s=1, kernel="linux-modern")
     free = simulate(RunConfig(**base))
     limited = simulate(RunConfig(**base, cpu_quota=0.1, cpu_period_s=0.01))
     task_share = sum(v for k, v in limited["cpu_share"].items() if k not in ("kernel", "idle"))
-    assert task_share <= 0.1 + 1e-9
+    assert task_share <= 0.1 + TICK / 2.0  # over the 2-s window
     assert limited["cfs"]["throttled_periods"] >= 0.9 * limited["cfs"]["periods"]
     assert limited["cfs"]["throttled_share"] > 0.5
     assert limited["reply_rate_per_s"] < 0.9 * free["reply_rate_per_s"]

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 from measured_layouts import (
+    MUTEX_CASES,
     assert_mutex_share_is_the_models,
     by_layout,
     layout_mape,
     layout_of,
-    mutex_share_cases,
     validate_set,
 )
 
@@ -78,16 +78,7 @@ def test_without_nginx_1_21_6s_re_adding_the_shared_socket_would_be_far_off() ->
         assert max(replies) / sum(replies) > 0.85
 
 
-#: (workers, rate): the busier worker's mean share measured (three repeats) and the
-#: model's (eight seeds) where they differ by more than 10 points and two standard errors
-MUTEX_MISSES = {(2, 2000.0): (0.831, 0.579)}
-
-
-@pytest.mark.parametrize(("workers", "rate"), mutex_share_cases(MUTEX_MISSES, (
-    "the measured repeats give the busier worker 0.69, 0.80 and 1.00, the model's seeds "
-    "0.50-0.92: since a burst cut by the group's throttle resumes cold on the idle "
-    "processor, the holder loses the mutex more often here than measured (before, the "
-    "model's mean was 0.75); the other nine points agree")))
+@pytest.mark.parametrize(("workers", "rate"), MUTEX_CASES)
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
     """At every rate, the busier worker's share of the requests under the accept mutex:
     the measured repeats' mean within 10 points of the model's mean over eight seeds, or

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from cpu_probes import running_stretches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -374,3 +375,39 @@ def test_under_the_servers_quota_a_cut_burst_resumes_cold_after_the_throttle() -
     assert ends[:3] == pytest.approx([3e-4, 6e-4, 9e-4])
     assert ends[3] == pytest.approx(1e-2 + 2e-4 + cold)
     assert a.usage()["work"] == pytest.approx(0.1, rel=1e-6)
+
+
+def test_cgroups_per_task_noticed_at_ticks_run_to_the_tick_and_owe_the_overrun() -> None:
+    """Two busy tasks, each in a 1 ms per 20 ms cgroup, ticks every 4 ms (the layout of
+    the 4-worker accept-mutex runs): a runs from 0 to the tick at 4 ms, b from 4 to 8
+    ms; each owes 3 ms, which the periods at 20, 40 and 60 ms pay, and both run again
+    from 80 ms.  Each gets its 0.05 CPU over the run (fails with the quotas enforced at
+    once: 1 ms each per period, a at 0 and b at 1 ms)."""
+    env, (a, b), _ = core_of(2)
+    a.start(busy())
+    b.start(busy())
+    for c in (a, b):
+        c.limit(1e-3, 2e-2, TICK)
+    seen = watch_one_at_a_time(env, [a, b], 1.9e-4)
+    ran_a = running_stretches(env, a, 0.8)
+    assert ran_a[:2] == [(pytest.approx(x, abs=1.5e-4), pytest.approx(y, abs=1.5e-4))
+                         for x, y in ((0.0, 4e-3), (0.08, 0.084))]
+    assert a.usage()["work"] == pytest.approx(0.04, abs=1e-9)
+    assert b.usage()["work"] == pytest.approx(0.04, abs=1e-9)
+    assert max(seen) == 1
+
+
+def test_the_servers_cgroup_noticed_at_ticks_owes_what_its_tasks_overran() -> None:
+    """Two busy tasks sharing a processor in one 1 ms per 10 ms cgroup, ticks every 4
+    ms: they run to the tick at 4 ms, the group owes 3 ms, and nothing runs again until
+    the period at 40 ms; over 1 s the group gets its 0.1 CPU (fails with the quota
+    enforced at once: 1 ms every 10 ms)."""
+    env, (a, b), _ = core_of(2)
+    a.start(busy())
+    b.start(busy())
+    group = SharedBandwidth([a, b], 1e-3, 1e-2, TICK)
+    ran_a = running_stretches(env, a, 1.0)
+    assert ran_a[0] == (pytest.approx(0.0, abs=1.5e-4), pytest.approx(4e-3, abs=1.5e-4))
+    assert all(x >= 0.04 - 1e-9 for x, _ in ran_a[1:])
+    assert a.usage()["work"] + b.usage()["work"] == pytest.approx(0.1, abs=1e-9)
+    assert group.throttled_periods >= 90

@@ -174,7 +174,10 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
             "timeout_s": info.load.timeout_s,
             "duration_s": info.load.duration_s,
             "warmup_s": 0.0,
-            "kernel": info.kernel.profile,
+            # the profile, with the host's scheduler tick where the run recorded it (the
+            # kernel notices a used-up quota at its tick: sim.cpu.Bandwidth)
+            "kernel": ({"name": info.kernel.profile, "sched_tick_s": info.kernel.tick_s}
+                       if info.kernel.tick_s else info.kernel.profile),
             # nginx and httperf on one host: the clients' segments are received on their
             # own CPUs (RunConfig.network)
             "network": "loopback",

@@ -23,6 +23,8 @@ CPU's time every ``--sample-interval``; with nginx's access log (always written,
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import math
 import os
 import platform
@@ -363,6 +365,28 @@ def _sysctl(name: str, default: int) -> int:
         return int(Path("/proc/sys", *name.split(".")).read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return default
+
+
+#: clock_gettime(2)'s id of CLOCK_MONOTONIC_COARSE on Linux (<linux/time.h>)
+CLOCK_MONOTONIC_COARSE = 6
+
+
+def scheduler_tick_s() -> float:
+    """The kernel's scheduler tick, 1/HZ: the resolution of ``CLOCK_MONOTONIC_COARSE``,
+    which advances once a tick (``clock_getres``); 0.0 where it cannot be read."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    except (OSError, TypeError):
+        return 0.0
+
+    class Timespec(ctypes.Structure):
+        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+    res = Timespec()
+    if libc.clock_getres(CLOCK_MONOTONIC_COARSE, ctypes.byref(res)) != 0:
+        return 0.0
+    tick = res.tv_sec + res.tv_nsec / 1e9
+    return tick if 0.0 < tick <= 1.0 else 0.0
 
 
 def _nginx_version(nginx: str) -> str:
@@ -1229,6 +1253,7 @@ def measure(
             somaxconn=_sysctl("net.core.somaxconn", 4096),
             tcp_max_syn_backlog=_sysctl("net.ipv4.tcp_max_syn_backlog", 1024),
             tcp_syncookies=_sysctl("net.ipv4.tcp_syncookies", 1),
+            tick_s=scheduler_tick_s(),
         )
         out.mkdir(parents=True, exist_ok=True)
         return _measure_points(plan, out, log, cpus, tools, server_cpus, client_cpus, version,

@@ -28,6 +28,7 @@ file and the key)::
     somaxconn = 4096
     tcp_max_syn_backlog = 1024
     tcp_syncookies = 1
+    tick_s = 0.004            # the scheduler tick, 1/HZ (0 = not recorded: the profile's)
 
     [load]                    # LoadInfo
     tool = "httperf"
@@ -141,6 +142,12 @@ class KernelInfo(Params):
     )
     tcp_syncookies: int = param(
         1, unit="", choices=(0, 1, 2), doc="net.ipv4.tcp_syncookies"
+    )
+    tick_s: float = param(
+        0.0, unit="s", ge=0.0, le=1.0,
+        doc="the host's scheduler tick, 1/HZ (the resolution of CLOCK_MONOTONIC_COARSE), at "
+        "which the kernel notices a used-up CPU quota; 0 = not recorded: the profile's "
+        "sched_tick_s",
     )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
 from acceptsim.measure import load_run
 from acceptsim.measure.calibrate import calibrate, config_for, direction, validate
+from acceptsim.measure.harness import scheduler_tick_s
 from acceptsim.measure.synthetic import write_run
 from acceptsim.models import RunConfig, simulate
 from acceptsim.models.costs import CLUSTER1
@@ -183,3 +185,24 @@ def test_one_calibration_predicts_every_quota(quota: str) -> None:
     assert report["mape_reply_rate"] <= 10.0
     for setting in ("on", "off"):
         assert report["mape_reply_rate_by_multi_accept"][setting] <= 10.0
+
+
+def test_a_run_that_recorded_its_hosts_tick_is_simulated_with_that_tick(tmp_path) -> None:
+    """The kernel notices a used-up quota at its scheduler tick (sim.cpu.Bandwidth): a run
+    recorded on a host of HZ=1000 is simulated with a 1-ms tick; one recorded before the
+    field existed keeps its profile's (linux-modern: 4 ms)."""
+    source = SAMPLES / "nginx-multi_accept-on-rate-010000-rep-1"
+    assert config_for(load_run(source), CLUSTER1).kernel.sched_tick_s == 0.004
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    text = (run_dir / "run.toml").read_text()
+    (run_dir / "run.toml").write_text(text.replace("[kernel]\n", "[kernel]\ntick_s = 0.001\n"))
+    config = config_for(load_run(run_dir), CLUSTER1)
+    assert config.kernel.sched_tick_s == 0.001 and config.kernel.name == "linux-modern"
+
+
+def test_the_hosts_tick_is_read_from_the_coarse_clock() -> None:
+    """1/HZ: 1, 2.5, 3.3, 4 or 10 ms on the kernels Linux configures (HZ 1000, 400, 300,
+    250, 100)."""
+    tick = scheduler_tick_s()
+    assert any(tick == pytest.approx(1 / hz) for hz in (1000, 400, 300, 250, 100))
