@@ -103,7 +103,7 @@ def _fitted_request_s(path: Path) -> tuple[float, float]:
 def test_the_machines_speed_drifted_between_the_mornings_reference_and_this_one() -> None:
     """The same configuration (one worker, one 0.1-CPU group, period 10 ms) fitted at
     07:28 UTC (nginx-loopback-workers, multi_accept on) and at 14:54 (this set,
-    multi_accept off): request_s 33.0 +/- 1.2 us against 41.1 +/- 1.6, further apart than
+    multi_accept off): request_s 34.1 +/- 1.2 us against 42.9 +/- 1.7, further apart than
     four of their combined errors.  Each multi-worker set is predicted within 10% by the
     costs of its own half of the day (test_measured_workers.py and this file; the 13:04
     set by these costs, test_measured_worker_cgroups.py), so a set is validated against a
@@ -146,7 +146,7 @@ def test_a_group_per_worker_costs_what_one_group_of_their_sum_does() -> None:
     0.2-CPU group, past the quotas' saturation (3,500-6,000/s): the measured reply rates
     differ by less than 5% (3,227 against 3,329/s, within two standard errors of the
     repeats), and the model's difference lies within two standard errors of the measured
-    one (it serves 3,257/s either way: after a throttle, of its own group or of the
+    one (it serves 3,203/s either way: after a throttle, of its own group or of the
     server's, the burst cut resumes cold on the idle processor).  The earlier set's miss
     was no cost of the per-worker groups: see the module's docstring."""
     def saturated(part: str) -> list:
