@@ -222,7 +222,8 @@ class Core:
     the waiting ones, and when the period ends the first waiting task runs (the one that
     ran has used more virtual time than the ones that waited).  Under a limit of its
     own (:meth:`Cpu.limit`, a cgroup per worker) a throttled task gives the processor to
-    the next one and waits for it again, behind the others, when its period ends.
+    the next one and waits for it again, behind the others, once a period has paid what
+    it overran.
     """
 
     def __init__(self, contexts: list[Context], slice_s: float, tick_s: float) -> None:
@@ -668,8 +669,9 @@ class SharedBandwidth:
     """A CFS bandwidth limit shared by the tasks of several :class:`Cpu` objects: one
     cgroup holding every worker of a server (a container's CPU limit), whose ``quota``
     seconds per period any of them may use.  When the group has used its quota every
-    task in it is throttled until the period ends (the kernel hands the global quota to
-    each CPU in slices, ``sched_cfs_bandwidth_slice_us``; the group here is one pool).
+    task in it is throttled until a period's quota has paid what it overran (the kernel
+    hands the global quota to each CPU in slices, ``sched_cfs_bandwidth_slice_us``; the
+    group here is one pool).
 
     The instant the quota runs out is found as :class:`Bandwidth` finds it: a check
     where the kernel would notice the earliest instant it could (now plus the quota left
