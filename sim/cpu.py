@@ -483,6 +483,13 @@ def noticed_at(instant: float, tick_s: float) -> float:
     return tick if tick >= instant else instant  # (on a tick, within the noise)
 
 
+def budget_after(quota_s: float, left: float) -> float:
+    """A period's runtime after one that ended with ``left`` seconds of its own (negative:
+    overrun): the quota, less what is owed (``distribute_cfs_runtime`` pays the debt
+    first); runtime left unused is not carried."""
+    return quota_s + left if left < -_QUOTA_EPS_S else quota_s
+
+
 class Bandwidth:
     """A CFS bandwidth limit on a :class:`Cpu`'s task (see the module's docstring).
 
@@ -630,9 +637,7 @@ class Bandwidth:
         self.periods += 1
         self._generation += 1
         self._left_on_wake = None
-        # the new period's runtime: the quota, less what the last one overran
-        left = self._left()
-        self._budget = self.quota_s + left if left < -_QUOTA_EPS_S else self.quota_s
+        self._budget = budget_after(self.quota_s, self._left())
         self._used_at_start = cpu.task_seconds()
         if self.throttled:
             if self._budget <= _QUOTA_EPS_S:  # this quota does not pay the debt off
@@ -724,21 +729,27 @@ class SharedBandwidth:
         """The group's runtime left in this period (negative: overrun)."""
         return self._budget - (self._used() - self._used_at_start)
 
-    def _schedule(self, extra_runners: int) -> None:
-        """A check at the earliest instant the quota could run out, if a task runs."""
+    def _schedule(self, extra_runners: int, left: float | None = None) -> None:
+        """A check at the earliest instant the quota could run out, if a task runs
+        (``left``: the runtime left now, if the caller has it)."""
         runners = extra_runners + sum(1 for cpu in self.cpus if cpu.task_end != INF)
         if runners == 0:  # nothing runs: a wake-up schedules the next check
             return
+        if left is None:
+            left = self._left()
         now = self.env.now
-        at = noticed_at(now + max(self._left(), 0.0) / runners, self.tick_s)
+        at = noticed_at(now + max(left, 0.0) / runners, self.tick_s)
         self.env.call_at(at if at > now else now, self._check, self._generation)
 
     def hold_wake(self, index: int) -> bool:
         """Called when the task of the group's CPU ``index`` is woken: True if it must
         stay asleep (the group is throttled; it wakes when a period pays what the group
         owes)."""
-        if not self.throttled and self.tick_s > 0.0 and self._left() <= _QUOTA_EPS_S:
-            self._throttle()  # the group overran, and its tasks slept before a tick
+        left = None
+        if not self.throttled and self.tick_s > 0.0:
+            left = self._left()
+            if left <= _QUOTA_EPS_S:
+                self._throttle()  # the group overran, and its tasks slept before a tick
         if self.throttled:
             cpu = self.cpus[index]
             if cpu.core is not None:  # a task sharing a processor waits in its Core
@@ -746,7 +757,7 @@ class SharedBandwidth:
             else:
                 self._wake_pending[index] = True
             return True
-        self._schedule(1)  # one more runner: the quota may run out sooner
+        self._schedule(1, left)  # one more runner: the quota may run out sooner
         return False
 
     def _check(self, generation: int) -> None:
@@ -780,9 +791,7 @@ class SharedBandwidth:
         now = self.env.now
         self.periods += 1
         self._generation += 1
-        # the new period's runtime: the quota, less what the last one overran
-        left = self._left()
-        self._budget = self.quota_s + left if left < -_QUOTA_EPS_S else self.quota_s
+        self._budget = budget_after(self.quota_s, self._left())
         self._used_at_start = self._used()
         if self.throttled:
             if self._budget <= _QUOTA_EPS_S:  # this quota does not pay the debt off
