@@ -73,7 +73,8 @@ def test_specweb_tux_limit_1_beats_inf_at_peak() -> None:
         pytest.param("userver", 1, marks=pytest.mark.xfail(
             strict=True, reason="issue 31: the userver's one-packet limit 1 at 30,000/s is "
             "deep in its collapse (10,823 replies/s); its SPECweb99-like limit 1 serves "
-            "12,157 at 30,000 requests/s (4,167 connections/s)")),
+            "12,157 at 30,000 requests/s (4,167 connections/s); docs/design.md gives the "
+            "arithmetic and the numbers that would settle it")),
         ("tux", 1),
         ("tux", math.inf),
     ],
