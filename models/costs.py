@@ -282,6 +282,16 @@ class HostCosts(Params):
         3.0e-6, unit="s", ge=0.0, doc="Knot-A: create a user-level thread for a new connection"
     )
 
+    # -- HAProxy's loop -------------------------------------------------------------
+    haproxy_loop_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="one turn of HAProxy's run_poll_loop beyond its epoll_wait (epoll_base_s and "
+        "epoll_per_event_s): timers, the clock, signals, the scheduler's entry and its "
+        "activity counters.  0 in the paper's cost sets (no HAProxy there); measured per "
+        "host by `acceptsim measure-costs --server haproxy` (the CPU per reply against "
+        "HAProxy's own count of turns, `show activity` loops, across accept limits)",
+    )
+
     # -- the testbed's network: the server's links to the client machines -------------
     nics: int = param(
         2, unit="links", ge=0,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -143,11 +144,15 @@ def main_validate(args: argparse.Namespace) -> int:
         return 0
     by = report["mape_reply_rate_by_multi_accept"]
     parts = ", ".join(f"multi_accept {k}: {v:.1f}%" for k, v in by.items() if v is not None)
+    if not parts:  # a server with an accept limit of its own (HAProxy's tune.maxaccept)
+        parts = ", ".join(f"limit {k}: {v:.1f}%" for k, v in
+                          report["mape_reply_rate_by_accept_limit"].items())
     print(f"mean absolute % error of reply rate: {mape:.1f}% over {report['runs_in_mape']} "
           f"runs ({parts})")
     if report["worker_share_error_pp_max"] is not None:
         print("largest gap between a measured and a predicted worker's share: "
               f"{report['worker_share_error_pp_max']:.1f} percentage points")
+    print_limits(report)
     d = report["direction"]
     if d["rates"]:
         print(f"\nreply rate off minus on, per rate (noise: {d['noise_sigmas']:g} standard "
@@ -177,6 +182,39 @@ def main_validate(args: argparse.Namespace) -> int:
                   f"{pool['measured_off_minus_on']:+.0f} +/- {pool['measured_diff_stderr']:.0f}, "
                   f"predicted {pool['predicted_off_minus_on']:+.0f}: direction {verdict}")
     return 0
+
+
+def print_limits(report: dict[str, Any]) -> None:
+    """validate's table per rate and accept limit (runs of more than nginx's two
+    settings: HAProxy's tune.maxaccept)."""
+    lim = report["limits"]
+    if not any(len(p["limits"]) > 2 for p in lim["rates"]):
+        return
+    print(f"\nreply rate per accept limit (mean +/- standard error of the repeats; best right "
+          f"when the predicted best is the measured best or within {lim['noise_sigmas']:g} "
+          "standard errors of it)")
+    for pt in lim["rates"]:
+        cells = "  ".join(
+            f"{'inf' if c['accept_limit'] == math.inf else int(c['accept_limit'])}: "
+            f"{c['measured_mean']:.0f}+/-{c['measured_stderr']:.0f} ({c['predicted']:.0f})"
+            for c in pt["limits"])
+        verdict = "right" if pt["best_right"] else "WRONG"
+        print(f"{pt['target_rate_per_s']:7.0f}/s  {cells}")
+        line = (f"         best measured {_limit(pt['measured_best'])}, predicted "
+                f"{_limit(pt['predicted_best'])}: {verdict}")
+        one = pt.get("one_minus_inf")
+        if one is not None:
+            sign = ("within noise" if one["sign_right"] is None
+                    else "right" if one["sign_right"] else "WRONG")
+            line += (f"; limit 1 minus inf measured {one['measured']:+.0f} +/- "
+                     f"{one['measured_stderr']:.0f}, predicted {one['predicted']:+.0f}: {sign}")
+        print(line)
+    print(f"best limit right at {lim['best_right']} of {lim['best_right'] + lim['best_wrong']} "
+          "rates")
+
+
+def _limit(value: float) -> str:
+    return "inf" if value == math.inf else str(int(value))
 
 
 def validate_timeseries(args: argparse.Namespace, runs: list[MeasuredRun], costs: Any) -> int:

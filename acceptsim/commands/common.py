@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from acceptsim.config_io import parse_int, parse_number
+from acceptsim.config_io import load_params_file, parse_int, parse_number
 from acceptsim.models.config import WARMUP_RULE, RunConfig, default_text
+from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.work import check_work
 from acceptsim.sim.params import parse_value, split_assignment
 
@@ -27,6 +28,9 @@ def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
                    f"{WARMUP_RULE})")
     p.add_argument("--seed", default=None, help=f"base seed (default {d('seed')})")
     p.add_argument("--jobs", default=None, help="parallel runs (default: every core)")
+    p.add_argument("--params", default=None,
+                   help="cost parameters: a named set (cluster1, cluster2) or a TOML file, e.g. "
+                   "from `acceptsim calibrate` (its [kernel] table, if any, too)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any other run field, e.g. --set costs=cluster2 (repeatable)")
     p.add_argument("--candidates", default=DEFAULT_CANDIDATES,
@@ -47,6 +51,13 @@ def base_point(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if text is not None:
             point[name] = read(text)
+    if args.params in PARAMETER_SETS:
+        point["costs"] = args.params
+    elif args.params is not None:  # the file's values, so that a run's key holds them
+        costs, kernel = load_params_file(args.params)
+        point["costs"] = costs.to_dict()
+        if kernel is not None:
+            point["kernel"] = kernel.to_dict()
     for item in args.set:
         key, value = split_assignment("--set", item)
         point[key] = parse_value(value)

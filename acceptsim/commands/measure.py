@@ -17,6 +17,7 @@ from acceptsim.measure.harness import (
     DEFAULT_PORT,
     DEFAULT_SPACING,
     DEFAULT_TIMEOUT_S,
+    HAPROXY_DEFAULT_MAXACCEPT,
     HarnessError,
     Plan,
     measure,
@@ -28,10 +29,17 @@ PLAN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Plan)}
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "measure", help="measure a real nginx under httperf on the loopback address"
+        "measure", help="measure a real nginx or HAProxy under httperf on the loopback address"
     )
-    p.add_argument("--server", default="nginx", help="server to measure (only nginx)")
-    p.add_argument("--multi-accept", required=True, help="nginx multi_accept: on or off")
+    p.add_argument("--server", default="nginx", help="server to measure: nginx or haproxy "
+                   "(default nginx)")
+    p.add_argument("--multi-accept", default=None, help="nginx multi_accept: on or off "
+                   "(required with nginx)")
+    p.add_argument("--accept-limit", default=None,
+                   help="haproxy: tune.maxaccept per run, L1,L2,... (integers >= 1, or inf "
+                   "for HAProxy's -1, no limit); every repeat runs each rate at every limit, "
+                   f"their order rotated repeat by repeat (default {HAPROXY_DEFAULT_MAXACCEPT}, "
+                   "HAProxy's own)")
     p.add_argument("--rates", required=True, help="target rates R1,R2,... (connections/s)")
     p.add_argument("--duration", default="10", help="seconds of load per run (default 10)")
     p.add_argument("--repeats", default="2", help="runs per rate (default 2)")
@@ -68,9 +76,9 @@ def add_parser(subparsers: Any) -> None:
                    f"{DEFAULT_CPU_PERIOD_US}, or longer if needed for the kernel's 1 ms minimum "
                    "quota; short, so throttling stalls last ms, not 100 ms)")
     p.add_argument("--workers", default=None,
-                   help=f"nginx worker_processes (default {PLAN_DEFAULTS['workers']}); with "
-                   "several, each request's worker is counted from the access log "
-                   "(workers.csv in each run)")
+                   help=f"nginx worker_processes, haproxy nbthread (default "
+                   f"{PLAN_DEFAULTS['workers']}); with several nginx workers, each request's "
+                   "worker is counted from the access log (workers.csv in each run)")
     p.add_argument("--accept-mutex", default=None,
                    help="nginx accept_mutex with several workers: on or off (default "
                    f"{'on' if PLAN_DEFAULTS['accept_mutex'] else 'off'})")
@@ -93,11 +101,20 @@ def on_off(option: str, text: str) -> bool:
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
-    on_off("--multi-accept", args.multi_accept)
+    if args.server == "nginx" and args.multi_accept is None:
+        raise ConfigError("--multi-accept", None, "on or off (required with --server nginx)")
+    multi_accept = args.multi_accept is not None and on_off("--multi-accept", args.multi_accept)
     rates = tuple(parse_number("--rates", r) for r in args.rates.split(",") if r.strip())
+    limits: tuple[float, ...] = ()
+    if args.accept_limit is not None:
+        limits = tuple(parse_number("--accept-limit", v) for v in args.accept_limit.split(",")
+                       if v.strip())
+    elif args.server == "haproxy":
+        limits = (HAPROXY_DEFAULT_MAXACCEPT,)
     return Plan(
         server=args.server,
-        multi_accept=args.multi_accept == "on",
+        multi_accept=multi_accept,
+        accept_limits=limits,
         rates_per_s=rates,
         duration_s=parse_number("--duration", args.duration),
         repeats=parse_int("--repeats", args.repeats),

@@ -18,6 +18,8 @@ from acceptsim.measure.harness import (
     DEFAULT_PORT,
     DEFAULT_SPACING,
     DEFAULT_TIMEOUT_S,
+    HAPROXY_DEFAULT_MAXACCEPT,
+    SERVERS,
     HarnessError,
     Plan,
 )
@@ -42,16 +44,24 @@ def add_parser(subparsers: Any) -> None:
                    help=f"operations per repeat (default {mc.DEFAULT_OPERATIONS})")
     p.add_argument("--repeats", default=str(mc.DEFAULT_REPEATS),
                    help=f"repeats of each benchmark, interleaved (default {mc.DEFAULT_REPEATS})")
+    p.add_argument("--server", default="nginx",
+                   help="whose CPU per reply below saturation to measure: nginx or haproxy "
+                   f"(HAProxy at its default tune.maxaccept {HAPROXY_DEFAULT_MAXACCEPT}; "
+                   "default nginx)")
     p.add_argument("--no-nginx", action="store_true",
-                   help="leave out nginx's CPU per reply (needs nginx, httperf and taskset)")
+                   help="leave out the server's CPU per reply (needs the server, httperf and "
+                   "taskset)")
     p.set_defaults(main=main)
 
 
-def nginx_plan() -> Plan:
-    """The nginx benchmark's load: one rate, one httperf process, multi_accept on, no
-    quota, with ``acceptsim measure``'s defaults for the rest (its one-packet file)."""
+def nginx_plan(server: str = "nginx") -> Plan:
+    """The server benchmark's load: one rate, one httperf process, nginx with multi_accept
+    on or HAProxy with its default maxaccept, no quota, with ``acceptsim measure``'s
+    defaults for the rest (its one-packet file)."""
     return Plan(
-        server="nginx", multi_accept=True, rates_per_s=(mc.NGINX_RATE_PER_S,),
+        server=server, multi_accept=server == "nginx",
+        accept_limits=(HAPROXY_DEFAULT_MAXACCEPT,) if server == "haproxy" else (),
+        rates_per_s=(mc.NGINX_RATE_PER_S,),
         duration_s=mc.NGINX_DURATION_S, repeats=1, timeout_s=DEFAULT_TIMEOUT_S,
         file_size_bytes=DEFAULT_FILE_SIZE_BYTES, port=DEFAULT_PORT, spacing=DEFAULT_SPACING,
         processes=1, pause_s=0.0,
@@ -71,7 +81,9 @@ def main(args: argparse.Namespace) -> int:
     if server_cpu == client_cpu:
         raise ConfigError("--client-cpu", args.client_cpu, "another CPU than --server-cpu")
     out = check_output_file("--out", args.out)  # before anything runs
-    plan = None if args.no_nginx else nginx_plan()
+    if args.server not in SERVERS:
+        raise ConfigError("--server", args.server, " or ".join(SERVERS))
+    plan = None if args.no_nginx else nginx_plan(args.server)
     try:
         report = mc.measure_costs(
             server_cpu, client_cpu, operations, repeats, nginx_plan=plan,

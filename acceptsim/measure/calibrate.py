@@ -48,7 +48,7 @@ COMPARED = {
 }
 
 #: the servers a measured run can name, and the model that simulates each
-SERVER_MODELS = {"nginx": "nginx", "userver": "userver"}
+SERVER_MODELS = {"nginx": "nginx", "userver": "userver", "haproxy": "haproxy"}
 
 #: cost parameters fitted when none are named: the server's per-request work, which no
 #: microbenchmark isolates (``acceptsim measure-costs`` measures the system calls around
@@ -112,8 +112,8 @@ def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> 
     """The bound a fit of cost ``name`` must stay in: around its measurement, if the
     parameter file has one (``[measured.NAME]``: mean +/- MEASURED_BOUND_SPREADS spreads,
     inside the physical bound), else the physical bound.  ``request_s``, which no
-    microbenchmark isolates, is capped by nginx's measured CPU per reply minus the
-    measured system calls every connection makes."""
+    microbenchmark isolates, is capped by the server's measured CPU per reply (nginx's or
+    HAProxy's) minus the measured system calls every connection makes."""
     physical = PHYSICAL_BOUNDS.get(name, GENERIC_BOUND)
     entry = measurement_of(name, measured)
     if entry is not None:
@@ -123,15 +123,18 @@ def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> 
                      f"measured {mean * 1e6:.3g} +/- {spread * 1e6:.2g} us "
                      f"({entry.get('method', 'acceptsim measure-costs')}), "
                      f"+/- {MEASURED_BOUND_SPREADS:g} spreads")
-    total = (measured or {}).get("nginx_cpu_per_reply_s")
+    # the server's measured CPU per reply (nginx's or HAProxy's: measure-costs --server)
+    total = next((v for k, v in (measured or {}).items()
+                  if k.endswith("_cpu_per_reply_s") and isinstance(v, dict)), None)
     if name == "request_s" and isinstance(total, dict):
         calls = sum(float(m["mean"]) for m in
                     (measurement_of(c, measured) for c in CONNECTION_CALLS) if m is not None)
         high = float(total["mean"]) - calls
         if high > physical.low:
             return Bound(physical.low, high,
-                         f"at most nginx's measured CPU per reply ({float(total['mean']) * 1e6:.3g}"
-                         f" us) minus its measured accept, epoll_ctl, close and one epoll_wait "
+                         f"at most the server's measured CPU per reply "
+                         f"({float(total['mean']) * 1e6:.3g} us) minus its measured accept, "
+                         f"epoll_ctl, close and one epoll_wait "
                          f"({calls * 1e6:.3g} us)")
     return physical
 
@@ -163,12 +166,18 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
         "listen": "reuseport" if info.server.reuseport else "shared",
         "wakeup": "mutex" if info.server.accept_mutex else "exclusive",
     }
+    # the testbed's settings of the server, from the run: its listen backlog, and its
+    # most connections where the run recorded them
+    server_params: dict[str, Any] = {"backlog": info.server.backlog}
+    if info.server.max_connections:
+        server_params["max_connections"] = info.server.max_connections
     return RunConfig.from_dict(
         {
             **quota,
             **layout,
+            "server_params": server_params,
             "server": SERVER_MODELS[info.server.name],
-            "accept_limit": math.inf if info.server.multi_accept else 1,
+            "accept_limit": accept_limit_of(run),
             "rate_per_s": info.load.target_rate_per_s,
             "spacing": info.load.spacing,
             "timeout_s": info.load.timeout_s,
@@ -185,6 +194,16 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
             "seed": seed,
         }
     )
+
+
+def accept_limit_of(run: MeasuredRun) -> float:
+    """The accept limit a measured run ran with: its server's own (HAProxy's
+    ``tune.maxaccept``, ``server.accept_limit``), else nginx's ``multi_accept`` (on: inf,
+    off: 1)."""
+    server = run.info.server
+    if server.accept_limit:
+        return server.accept_limit
+    return math.inf if server.multi_accept else 1
 
 
 def _simulate_flat(config: RunConfig) -> dict[str, Any]:
@@ -371,13 +390,16 @@ def validate(
     The error is averaged over the runs whose clients did not limit the load
     (:meth:`~acceptsim.measure.run.MeasuredRun.client_limits`); the others are listed
     under ``excluded`` with the reason, never dropped silently.
-    ``mape_reply_rate_by_multi_accept`` gives the error per setting and ``direction``
+    ``mape_reply_rate_by_multi_accept`` gives the error per nginx setting,
+    ``mape_reply_rate_by_accept_limit`` per limit of a server with its own (HAProxy's
+    ``tune.maxaccept``; :func:`by_limit` compares the limits per rate), and ``direction``
     compares the measured and the predicted difference between the settings per rate
     (see :func:`~acceptsim.measure.calibrate.direction`).
     """
     predicted = predict(runs, costs, seed=seed, jobs=jobs)
     rows = []
     errors: dict[str, list[float]] = {"on": [], "off": []}
+    by_limit_errors: dict[float, list[float]] = {}
     share_errors: list[float] = []
     excluded = []
     for run, pred in zip(runs, predicted, strict=True):
@@ -403,6 +425,7 @@ def validate(
             {
                 "run": run.path.name,
                 "multi_accept": run.info.server.multi_accept,
+                "accept_limit": accept_limit_of(run),
                 "target_rate_per_s": run.info.load.target_rate_per_s,
                 "repeat": run.info.host.repeat,
                 "client_limited": run.client_limited,
@@ -416,10 +439,13 @@ def validate(
         if reasons:
             excluded.append({"run": run.path.name, "reason": "; ".join(reasons)})
         elif error is not None:
-            errors[setting].append(abs(error))
+            if run.info.server.accept_limit:  # a limit of the server's own, not multi_accept
+                by_limit_errors.setdefault(accept_limit_of(run), []).append(abs(error))
+            else:
+                errors[setting].append(abs(error))
             if shares is not None:
                 share_errors.append(shares[2])
-    everything = errors["on"] + errors["off"]
+    everything = errors["on"] + errors["off"] + [e for v in by_limit_errors.values() for e in v]
     return {
         "runs": rows,
         "mape_reply_rate": float(np.mean(everything)) if everything else None,
@@ -427,8 +453,14 @@ def validate(
         "mape_reply_rate_by_multi_accept": {
             k: (float(np.mean(v)) if v else None) for k, v in errors.items()
         },
+        # runs of a server with an accept limit of its own (HAProxy's tune.maxaccept)
+        "mape_reply_rate_by_accept_limit": {
+            ("inf" if k == math.inf else str(int(k))): float(np.mean(v))
+            for k, v in sorted(by_limit_errors.items())
+        },
         "excluded": excluded,
         "direction": direction(rows),
+        "limits": by_limit(rows),
         # several workers: the largest gap between a measured and a predicted share
         "worker_share_error_pp_max": max(share_errors) if share_errors else None,
     }
@@ -450,6 +482,73 @@ def worker_shares(
     theirs = sorted(measured_shares, reverse=True)
     gap = max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) * 100.0
     return theirs, ours, gap
+
+
+def _mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of the repeats and its standard error (nan with one repeat)."""
+    a = np.asarray(values, dtype=float)
+    se = math.sqrt(a.var(ddof=1) / len(a)) if len(a) >= 2 else math.nan
+    return float(a.mean()), se
+
+
+def by_limit(rows: Sequence[dict[str, Any]], noise_sigmas: float = 2.0) -> dict[str, Any]:
+    """Per target rate: each accept limit's measured reply rate (mean and standard error
+    over its repeats) and predicted one, the measured best limit and the predicted best.
+
+    The prediction's best is right at a rate when its measured mean is the measured
+    best's or within ``noise_sigmas`` standard errors of it (the standard error of the
+    difference of the two means).  Where both limit 1 and unlimited were measured,
+    ``one_minus_inf`` compares the measured and predicted difference of limit 1 minus
+    unlimited as :func:`direction` does.  Only runs not excluded count; a rate needs at
+    least two limits.
+    """
+    grouped: dict[float, dict[float, list[dict[str, Any]]]] = {}
+    for row in rows:
+        if row["excluded_because"]:
+            continue
+        grouped.setdefault(row["target_rate_per_s"], {}).setdefault(
+            row["accept_limit"], []).append(row)
+    points = []
+    for rate in sorted(grouped):
+        limits = grouped[rate]
+        if len(limits) < 2:
+            continue
+        table = {}
+        for limit, group in sorted(limits.items()):
+            mean, se = _mean_se([r["measured"]["reply_rate_per_s"] for r in group])
+            table[limit] = {"measured_mean": mean, "measured_stderr": se, "repeats": len(group),
+                            "predicted": float(np.mean([r["predicted"]["reply_rate_per_s"]
+                                                        for r in group]))}
+        best = max(table, key=lambda k: table[k]["measured_mean"])
+        chosen = max(table, key=lambda k: table[k]["predicted"])
+        gap = table[best]["measured_mean"] - table[chosen]["measured_mean"]
+        se = math.sqrt(table[best]["measured_stderr"] ** 2
+                       + table[chosen]["measured_stderr"] ** 2)
+        point: dict[str, Any] = {
+            "target_rate_per_s": rate,
+            "limits": [{"accept_limit": k, **v} for k, v in table.items()],
+            "measured_best": best,
+            "predicted_best": chosen,
+            "best_gap": gap,
+            "best_gap_stderr": se,
+            "best_right": chosen == best or (not math.isnan(se) and gap <= noise_sigmas * se),
+        }
+        if 1 in table and math.inf in table:
+            one, inf = table[1], table[math.inf]
+            diff = one["measured_mean"] - inf["measured_mean"]
+            diff_se = math.sqrt(one["measured_stderr"] ** 2 + inf["measured_stderr"] ** 2)
+            predicted = one["predicted"] - inf["predicted"]
+            significant = not math.isnan(diff_se) and abs(diff) > noise_sigmas * diff_se
+            point["one_minus_inf"] = {
+                "measured": diff, "measured_stderr": diff_se, "predicted": predicted,
+                "exceeds_noise": significant,
+                "sign_right": (math.copysign(1, diff) == math.copysign(1, predicted)
+                               and predicted != 0) if significant else None,
+            }
+        points.append(point)
+    return {"noise_sigmas": noise_sigmas, "rates": points,
+            "best_right": sum(p["best_right"] for p in points),
+            "best_wrong": sum(not p["best_right"] for p in points)}
 
 
 def direction(rows: Sequence[dict[str, Any]], noise_sigmas: float = 2.0) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acceptsim.measure.harness import HarnessError
+from acceptsim.measure.harness import HarnessError, limit_text
 from acceptsim.sim.errors import ConfigError
 
 #: the loopback address every benchmark uses
@@ -75,7 +75,8 @@ WAKEUP_GAPS_S = (0.2e-3, 1e-3, 3e-3, 10e-3)
 #: seconds each gap's benchmark runs per repeat (its count: this over the gap)
 WAKEUP_SECONDS = 1.0
 
-#: the load of the nginx benchmark: one-packet requests well below saturation
+#: the load of the server benchmark (nginx's or HAProxy's CPU per reply): one-packet
+#: requests well below saturation
 NGINX_RATE_PER_S = 1000.0
 NGINX_DURATION_S = 5.0
 
@@ -240,9 +241,9 @@ def bench_epoll(n: int, ready: int) -> float:
             b.close()
 
 
-def line_fit(samples: dict[int, float]) -> tuple[float, float]:
+def line_fit(samples: dict[Any, float]) -> tuple[float, float]:
     """(intercept, slope) of the least-squares line through cost per call against a count
-    (ready events, or bytes sent)."""
+    (ready events, bytes sent, or turns of a loop per reply)."""
     xs = list(samples)
     ys = [samples[x] for x in xs]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -596,8 +597,8 @@ def measure_costs(
 ) -> CostReport:
     """Run every microbenchmark ``repeats`` times (interleaved: repeat 1 of each, then
     repeat 2, ...) with the measuring thread pinned to ``server_cpu`` and any peer
-    pinned to ``client_cpu``; then nginx's CPU per reply below
-    saturation under ``nginx_plan`` (:func:`nginx_cpu_per_reply`; None: not measured)."""
+    pinned to ``client_cpu``; then the plan's server's CPU per reply below
+    saturation under ``nginx_plan`` (:func:`server_cpu_per_reply`; None: not measured)."""
     online = os.cpu_count() or 1
     for name, cpu in (("--server-cpu", server_cpu), ("--client-cpu", client_cpu)):
         if not 0 <= cpu < online:
@@ -724,33 +725,124 @@ def measure_costs(
       "delay for a task polling without sleeping: the time a woken task waits to run",
       min(n, 1000), cost_field="wakeup_latency_s")
     if nginx_plan is not None:
-        say("nginx per reply")
-        pairs = [nginx_cpu_per_reply(nginx_plan, server_cpu, client_cpu)
+        server = nginx_plan.server
+        say(f"{server} per reply")
+        pairs = [server_cpu_per_reply(nginx_plan, server_cpu, client_cpu)
                  for _ in range(max(2, repeats // 2))]
-        m("nginx_sleeps_per_reply", [p[1] for p in pairs], "the worker's voluntary context "
+        whose = "the worker's" if server == "nginx" else f"{server}'s process"
+        setting = ("multi_accept on" if server == "nginx" else
+                   f"accept limit {', '.join(map(str, nginx_plan.accept_limits))}")
+        m(f"{server}_sleeps_per_reply", [p[1] for p in pairs], f"{whose} voluntary context "
           "switches (/proc/PID/status) per reply in the same runs: its epoll_wait calls that "
           "slept", 1, unit="1")
-        m("nginx_cpu_per_reply_s", [p[0] for p in pairs], "nginx's worker CPU time "
+        m(f"{server}_cpu_per_reply_s", [p[0] for p in pairs], f"{server}'s CPU time "
           f"(/proc/PID/schedstat) per reply under httperf at {nginx_plan.rates_per_s[0]:g}/s for "
-          f"{nginx_plan.duration_s:g} s, {nginx_plan.file_size_bytes}-byte file, multi_accept "
-          "on, no quota: everything nginx pays for a connection on this host", 1)
+          f"{nginx_plan.duration_s:g} s, {nginx_plan.file_size_bytes}-byte file, {setting}, no "
+          f"quota: everything {server} pays for a connection on this host", 1)
+        if server == "haproxy":
+            say("haproxy per turn of its loop")
+            epoll_base = statistics.fmean(bases)
+            rate = HAPROXY_TURN_LOAD * HAPROXY_TURN_QUOTA[0] / statistics.fmean(
+                p[0] for p in pairs)
+            turns = [haproxy_turn_cost(nginx_plan, server_cpu, client_cpu, rate)
+                     for _ in range(max(2, repeats // 2))]
+            m("haproxy_loop_s", [t - epoll_base for t in turns], "the slope of HAProxy's CPU "
+              "per accepted connection (its cgroup's usage) against its turns of the loop per "
+              "connection (show activity: loops, accepted), over runs at tune.maxaccept "
+              f"{', '.join(map(limit_text, HAPROXY_TURN_LIMITS))} under a CFS quota of "
+              f"{HAPROXY_TURN_QUOTA[0]:g} CPU per {HAPROXY_TURN_QUOTA[1] // 1000} ms at "
+              f"{rate:.0f}/s ({HAPROXY_TURN_LOAD:g} x what the quota serves at the unloaded "
+              "CPU per reply: busy in every period, so that no turn sleeps), minus "
+              "epoll_base_s", 1, cost_field="haproxy_loop_s")
     return report
 
 
-def nginx_cpu_per_reply(plan: Any, server_cpu: int, client_cpu: int) -> tuple[float, float]:
-    """nginx's CPU seconds per reply below saturation and its sleeps per reply: its
-    worker's runtime and voluntary context switches over the httperf load of ``plan``
-    (the harness's ``Plan``, with one rate), divided by the replies
-    httperf counted."""
+#: the load of the HAProxy turn benchmark: a CFS quota whose every period HAProxy uses up
+#: (HAPROXY_TURN_LOAD times the rate the quota serves at its unloaded CPU per reply; a
+#: busy HAProxy costs less per reply than an idle one, which pays a wake-up each time),
+#: so that no turn sleeps and the limits take the queued connections in different
+#: numbers of turns, which is what the slope of CPU against turns needs
+HAPROXY_TURN_QUOTA = (0.05, 20000)  # CPUs, period (us)
+HAPROXY_TURN_LOAD = 1.4
+HAPROXY_TURN_LIMITS = (1, 2, 64, math.inf)
+#: a turn run that HAProxy spent throttled in fewer of its periods than this slept: its
+#: turns include sleeps and wake-ups, and the slope would be no turn's cost
+HAPROXY_TURN_MIN_THROTTLED = 0.9
+
+
+def haproxy_activity(stats: str) -> dict[str, int]:
+    """The counters of HAProxy's ``show activity`` (``loops: 1234``; with several threads
+    the total, the first number), from :meth:`~acceptsim.measure.harness.Haproxy.stats`."""
+    out: dict[str, int] = {}
+    section = stats.partition("# show activity")[2]
+    for line in section.splitlines():
+        key, sep, rest = line.partition(":")
+        words = rest.split()
+        if sep and words and words[0].isdigit():
+            out[key.strip()] = int(words[0])
+    return out
+
+
+def haproxy_turn_cost(plan: Any, server_cpu: int, client_cpu: int, rate: float) -> float:
+    """CPU seconds per turn of HAProxy's loop: one run at ``rate`` per limit of
+    HAPROXY_TURN_LIMITS, each giving CPU and turns per accepted connection; the
+    least-squares slope of the first against the second."""
+    from dataclasses import replace
+
+    from acceptsim.measure import harness
+
+    tools = harness.check_tools(need_taskset=True, server="haproxy")
+    points: dict[float, float] = {}
+    quota, period = HAPROXY_TURN_QUOTA
+    with harness.CpuQuota(quota, period) as group:
+        for limit in HAPROXY_TURN_LIMITS:
+            run_plan = replace(plan, accept_limits=(limit,), server_cpu_quota=quota,
+                               server_cpu_period_us=period)
+            server = harness.Haproxy(run_plan, str(server_cpu), str(tools["haproxy"]), group,
+                                     maxaccept=limit)
+            with server:
+                before, cpu_before = haproxy_activity(server.stats()), group.usage_us()
+                throttled_before = group.throttled()
+                harness.run_httperfs(
+                    harness.httperf_commands(run_plan, rate, server.uri),
+                    str(client_cpu), run_plan.duration_s + run_plan.timeout_s + 30,
+                )
+                cpu = (group.usage_us() - cpu_before) * 1e-6
+                throttled = {k: v - throttled_before.get(k, 0)
+                             for k, v in group.throttled().items()}
+                after = haproxy_activity(server.stats())
+            loops = after.get("loops", 0) - before.get("loops", 0)
+            accepted = after.get("accepted", 0) - before.get("accepted", 0)
+            if accepted <= 0 or loops <= 0:
+                raise HarnessError(f"haproxy at maxaccept {limit_text(limit)}: {accepted} "
+                                   f"connections accepted, {loops} turns (show activity)")
+            busy = throttled.get("nr_throttled", 0) / max(1, throttled.get("nr_periods", 0))
+            if busy < HAPROXY_TURN_MIN_THROTTLED:
+                raise HarnessError(f"haproxy at maxaccept {limit_text(limit)} and {rate:.0f}/s "
+                                   f"was throttled in {busy:.0%} of its periods, under "
+                                   f"{HAPROXY_TURN_MIN_THROTTLED:.0%}: its turns slept")
+            points[loops / accepted] = cpu / accepted
+    return line_fit(points)[1]
+
+
+def server_cpu_per_reply(plan: Any, server_cpu: int, client_cpu: int) -> tuple[float, float]:
+    """The server's CPU seconds per reply below saturation and its sleeps per reply: the
+    runtime and voluntary context switches of nginx's worker (or HAProxy's one-thread
+    process) over the httperf load of ``plan`` (the harness's ``Plan``, with one rate and,
+    for HAProxy, its first accept limit), divided by the replies httperf counted."""
     from acceptsim.measure import harness
     from acceptsim.measure.httperf import parse_httperf
 
-    tools = harness.check_tools(need_taskset=True)
+    tools = harness.check_tools(need_taskset=True, server=plan.server)
     rate = plan.rates_per_s[0]
-    with harness.Nginx(plan, str(server_cpu), str(tools["nginx"])) as server:
+    executable = str(tools[plan.server])
+    server = (harness.Nginx(plan, str(server_cpu), executable) if plan.server == "nginx" else
+              harness.Haproxy(plan, str(server_cpu), executable,
+                              maxaccept=plan.accept_limits[0]))
+    with server:
         workers = server.worker_pids()
         if not workers:
-            raise HarnessError("nginx's worker pid could not be read")
+            raise HarnessError(f"{plan.server}'s worker pid could not be read")
         before, sleeps_before = _runtime_ns(workers[0]), _sleeps(workers[0])
         out = harness.run_httperfs(
             harness.httperf_commands(plan, rate, server.uri), str(client_cpu),
@@ -759,7 +851,7 @@ def nginx_cpu_per_reply(plan: Any, server_cpu: int, client_cpu: int) -> tuple[fl
         after, sleeps_after = _runtime_ns(workers[0]), _sleeps(workers[0])
     replies = sum(r.totals.replies for text in out for r in parse_httperf(text))
     if replies <= 0:
-        raise HarnessError("httperf counted no replies from nginx")
+        raise HarnessError(f"httperf counted no replies from {plan.server}")
     return (after - before) / replies / 1e9, (sleeps_after - sleeps_before) / replies
 
 

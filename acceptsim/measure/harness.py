@@ -79,6 +79,9 @@ NSTAT_PATTERNS = ("Tcp*", "Ip*")
 MAX_PROCESSES = 64
 #: the most nginx worker processes a measure starts
 MAX_WORKERS = 64
+#: the largest tune.maxaccept a measure writes (a 32-bit signed integer in HAProxy's parser
+#: allows more; beyond the accept queue's few thousand entries a limit is no limit)
+MAX_MAXACCEPT = 1_000_000
 #: where the harness puts nginx's group for --server-cpu-quota, in this order: the unified
 #: (cgroup v2) hierarchy when it offers the cpu controller, else the v1 ``cpu`` hierarchy;
 #: the first of them that this process may write to
@@ -122,10 +125,16 @@ def default_cpu_period_us(quota_cpus: float) -> int:
     """The shortest period, at least DEFAULT_CPU_PERIOD_US, whose quota is >= 1 ms."""
     return max(DEFAULT_CPU_PERIOD_US, math.ceil(MIN_CPU_QUOTA_US / quota_cpus))
 INSTALL_HINT = (
-    "install them with `apt-get install httperf nginx-light iproute2` (Debian/Ubuntu "
-    "packages httperf, nginx-light and, for nstat, iproute2); nginx lives in /usr/sbin, "
-    "which must be on PATH"
+    "install them with `apt-get install httperf nginx-light haproxy iproute2` (Debian/Ubuntu "
+    "packages httperf, nginx-light, haproxy and, for nstat, iproute2); nginx and haproxy live "
+    "in /usr/sbin, which must be on PATH"
 )
+#: the servers `acceptsim measure` can start, each with its executable
+SERVERS = ("nginx", "haproxy")
+#: HAProxy's own default of tune.maxaccept (its configuration manual, 2.6: "defaults to 4")
+HAPROXY_DEFAULT_MAXACCEPT = 4
+#: what HAProxy's tune.maxaccept writes for "no limit" (accept until EAGAIN)
+HAPROXY_NO_LIMIT = -1
 
 
 class HarnessError(RuntimeError):
@@ -159,13 +168,25 @@ class Plan:
     #: nginx's master and workers share; "worker", a group per worker with that quota each
     #: (N slow cores emulated on the CPU nginx is pinned to), the master in one without limit
     server_cpu_quota_scope: str = "server"
+    #: HAProxy's tune.maxaccept per run (--accept-limit), inf for its -1 (no limit); each
+    #: repeat runs every rate at every limit, the limits' order rotated from repeat to
+    #: repeat so that the machine's drift hits them alike.  nginx: empty (its knob is
+    #: multi_accept)
+    accept_limits: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.server != "nginx":
-            raise ConfigError("--server", self.server, "nginx")
-        if not self.rates_per_s or len(self.rates_per_s) * self.repeats > MAX_POINTS:
+        if self.server not in SERVERS:
+            raise ConfigError("--server", self.server, " or ".join(SERVERS))
+        if self.server == "haproxy":
+            self._check_haproxy()
+        elif self.accept_limits:
+            raise ConfigError("--accept-limit", ",".join(map(limit_text, self.accept_limits)),
+                              "only with --server haproxy (nginx's knob is --multi-accept)")
+        runs = len(self.rates_per_s) * self.repeats * max(1, len(self.accept_limits))
+        if not self.rates_per_s or runs > MAX_POINTS:
             raise ConfigError(
-                "--rates", self.rates_per_s, f"1 to {MAX_POINTS} runs (rates x repeats)"
+                "--rates", self.rates_per_s,
+                f"1 to {MAX_POINTS} runs (rates x repeats x accept limits)"
             )
         for rate in self.rates_per_s:
             if not (rate > 0 and math.isfinite(rate)):
@@ -242,6 +263,48 @@ class Plan:
                     f"{MIN_CPU_QUOTA_US} us",
                 )
 
+    def _check_haproxy(self) -> None:
+        """HAProxy's options: its limits, and none of nginx's knobs."""
+        if not self.accept_limits:
+            raise ConfigError("--accept-limit", "", "one or more limits L1,L2,... (integers "
+                              ">= 1, or inf for HAProxy's -1)")
+        for limit in self.accept_limits:
+            if not (limit == math.inf or (limit >= 1 and limit == int(limit)
+                                          and limit <= MAX_MAXACCEPT)):
+                raise ConfigError("--accept-limit", limit, f"integers from 1 to "
+                                  f"{MAX_MAXACCEPT}, or inf (tune.maxaccept -1: no limit)")
+        if len(set(self.accept_limits)) != len(self.accept_limits):
+            raise ConfigError("--accept-limit", ",".join(map(limit_text, self.accept_limits)),
+                              "each limit once")
+        for option, value in (("--multi-accept", self.multi_accept),
+                              ("--accept-mutex", self.accept_mutex),
+                              ("--reuseport", self.reuseport)):
+            if value:
+                raise ConfigError(option, "on", "nginx only (HAProxy's knob is "
+                                  "--accept-limit, tune.maxaccept)")
+        if self.server_cpu_quota_scope == "worker":
+            raise ConfigError("--server-cpu-quota-scope", "worker", "server with --server "
+                              "haproxy (its threads share one process and so one cgroup)")
+
+    def limits(self) -> tuple[float | None, ...]:
+        """The accept limits a repeat runs: HAProxy's, or (None,) for nginx's one setting."""
+        return self.accept_limits or (None,)
+
+    def points(self) -> list[tuple[float, int, float | None]]:
+        """(rate, repeat, accept limit) in the order they run.  nginx: every repeat of a
+        rate in turn.  HAProxy: repeat by repeat, every rate, and at each rate every limit,
+        the limits' order rotated by one each repeat (drift hits every limit alike)."""
+        repeats = range(self.first_repeat, self.first_repeat + self.repeats)
+        if not self.accept_limits:
+            return [(rate, repeat, None) for rate in self.rates_per_s for repeat in repeats]
+        limits = list(self.accept_limits)
+        out: list[tuple[float, int, float | None]] = []
+        for k, repeat in enumerate(repeats):
+            shift = k % len(limits)
+            order = limits[shift:] + limits[:shift]
+            out.extend((rate, repeat, limit) for rate in self.rates_per_s for limit in order)
+        return out
+
     @property
     def cpu_period_us(self) -> int:
         """The CFS period used with server_cpu_quota."""
@@ -257,10 +320,15 @@ class Plan:
         return min(MAX_PROCESSES, max(1, math.ceil(rate * self.timeout_s / HTTPERF_MAX_OPEN)))
 
 
-def check_tools(need_taskset: bool) -> dict[str, str | None]:
+def limit_text(limit: float) -> str:
+    """An accept limit as the command line and the run names write it (inf for none)."""
+    return "inf" if limit == math.inf else str(int(limit))
+
+
+def check_tools(need_taskset: bool, server: str = "nginx") -> dict[str, str | None]:
     """Paths of the tools; raise HarnessError naming the missing ones and how to install them."""
-    found = {name: shutil.which(name) for name in ("httperf", "nginx", "nstat", "taskset")}
-    missing = [name for name in ("httperf", "nginx") if found[name] is None]
+    found = {name: shutil.which(name) for name in ("httperf", server, "nstat", "taskset")}
+    missing = [name for name in ("httperf", server) if found[name] is None]
     if need_taskset and found["taskset"] is None:
         missing.append("taskset (Debian package util-linux)")
     if missing:
@@ -389,9 +457,14 @@ def scheduler_tick_s() -> float:
     return tick if 0.0 < tick <= 1.0 else 0.0
 
 
-def _nginx_version(nginx: str) -> str:
-    out = subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=10)
+def server_version(server: str, executable: str) -> str:
+    """The server's version as it reports it (nginx -v: ``nginx version: nginx/1.22.1``;
+    haproxy -v: ``HAProxy version 2.6.12-1+deb12u4 2026/10/17 - ...``)."""
+    out = subprocess.run([executable, "-v"], capture_output=True, text=True, timeout=10)
     text = (out.stderr or out.stdout).strip()
+    if server == "haproxy":
+        words = text.split()
+        return words[2] if len(words) > 2 and words[1] == "version" else text.splitlines()[0]
     return text.rpartition("/")[2] if "/" in text else text
 
 
@@ -1022,6 +1095,42 @@ class Nginx:
         return self
 
     def _start(self) -> None:
+        argv = self._write_files()
+        port_is_free(self.plan.port)
+        stderr_path = self.dir / "logs" / "stderr.txt"
+        # deferred: a signal between the start and self.proc would leave the server unknown
+        with open(stderr_path, "wb") as stderr, deferred_signals():
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+                preexec_fn=self.group.join if self.group is not None else None,
+            )
+        url = f"http://{ADDRESS}:{self.plan.port}{self.uri}"
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
+        deadline = time.monotonic() + 10.0
+        name = self.plan.server
+        while True:  # bounded: at most 10 s
+            if self.proc.poll() is not None:
+                err = stderr_path.read_text(errors="replace").strip()
+                raise HarnessError(f"{name} exited at start: {err or 'no message'}")
+            try:
+                with direct.open(url, timeout=1.0) as reply:
+                    body = reply.read()
+                if len(body) != self.plan.file_size_bytes:
+                    raise HarnessError(f"{name} served {len(body)} bytes for {url}")
+                self._ready(deadline)
+                return
+            except urllib.error.HTTPError as exc:
+                raise HarnessError(f"{name} answered {url} with HTTP {exc.code}") from None
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"{name} did not answer {url} within 10 s") from None
+                time.sleep(0.1)
+
+    def _write_files(self) -> list[str]:
+        """The prefix's folders, the static file and nginx.conf; nginx's command line."""
         for sub in ("logs", "html", "tmp"):
             (self.dir / sub).mkdir()
         # the worker drops to 'nobody' when started as root: it must read the files
@@ -1035,45 +1144,18 @@ class Nginx:
         conf.write_text(nginx_conf(self.dir, plan.multi_accept, plan.port, workers=plan.workers,
                                    accept_mutex=plan.accept_mutex, reuseport=plan.reuseport))
         log = str(self.dir / "logs" / "error.log")  # -e: not the compiled-in /var/log path
-        argv = _pin(self.cpus, [self.nginx, "-p", str(self.dir), "-e", log, "-c", str(conf)])
-        port_is_free(self.plan.port)
-        stderr_path = self.dir / "logs" / "stderr.txt"
-        # deferred: a signal between the start and self.proc would leave nginx unknown
-        with open(stderr_path, "wb") as stderr, deferred_signals():
-            self.proc = subprocess.Popen(
-                argv,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,
-                preexec_fn=self.group.join if self.group is not None else None,
+        return _pin(self.cpus, [self.nginx, "-p", str(self.dir), "-e", log, "-c", str(conf)])
+
+    def _ready(self, deadline: float) -> None:
+        """nginx answered: its processes in their groups, the access log from the load on."""
+        if self.group is not None and len(self.group.pids()) < 2:
+            raise HarnessError(
+                f"nginx's master and worker are not both in {self.group.dir} "
+                f"(found pids {self.group.pids()})"
             )
-        url = f"http://{ADDRESS}:{self.plan.port}{self.uri}"
-        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
-        deadline = time.monotonic() + 10.0
-        while True:  # bounded: at most 10 s
-            if self.proc.poll() is not None:
-                err = stderr_path.read_text(errors="replace").strip()
-                raise HarnessError(f"nginx exited at start: {err or 'no message'}")
-            try:
-                with direct.open(url, timeout=1.0) as reply:
-                    body = reply.read()
-                if len(body) != self.plan.file_size_bytes:
-                    raise HarnessError(f"nginx served {len(body)} bytes for {url}")
-                if self.group is not None and len(self.group.pids()) < 2:
-                    raise HarnessError(
-                        f"nginx's master and worker are not both in {self.group.dir} "
-                        f"(found pids {self.group.pids()})"
-                    )
-                if self.group is not None and self.group.worker_dirs:
-                    self.group.place_workers(self._all_workers(deadline))
-                self._start_log()
-                return
-            except urllib.error.HTTPError as exc:
-                raise HarnessError(f"nginx answered {url} with HTTP {exc.code}") from None
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise HarnessError(f"nginx did not answer {url} within 10 s") from None
-                time.sleep(0.1)
+        if self.group is not None and self.group.worker_dirs:
+            self.group.place_workers(self._all_workers(deadline))
+        self._start_log()
 
     def _all_workers(self, deadline: float) -> list[int]:
         """nginx's workers once all of --workers have started (at most until
@@ -1149,6 +1231,98 @@ class Nginx:
                 shutil.rmtree(self.dir, ignore_errors=True)
 
 
+#: the timeouts of the generated HAProxy configuration (HAProxy warns without them and
+#: then never times a connection out); far beyond a run, so that none acts in it
+HAPROXY_TIMEOUTS = {"client": "30s", "connect": "5s", "server": "30s", "http-request": "30s"}
+#: what `acceptsim measure` keeps of HAProxy's own counters after the load: its stats
+#: socket's ``show info`` and ``show stat`` (accepted connections, requests, responses)
+#: and ``show activity`` (turns of its loop, tasks run, polls)
+HAPROXY_STATS_FILE = "haproxy-stats.txt"
+HAPROXY_STATS_COMMANDS = ("show info", "show stat", "show activity")
+
+
+def haproxy_conf(prefix: Path, page: Path, maxaccept: float, port: int, backlog: int = 128,
+                 threads: int = 1) -> str:
+    """haproxy.cfg: ``threads`` threads (nbthread), ``tune.maxaccept`` (-1 for inf), one
+    frontend on 127.0.0.1 that answers every request itself with ``page``
+    (``http-request return``: no backend), its bind backlog, and a stats socket in the
+    prefix; everything else HAProxy's defaults (maxconn from the open-file limit, no log)."""
+    limit = HAPROXY_NO_LIMIT if maxaccept == math.inf else int(maxaccept)
+    timeouts = "\n".join(f"    timeout {k} {v}" for k, v in HAPROXY_TIMEOUTS.items())
+    return f"""# written by acceptsim measure
+global
+    nbthread {threads}
+    tune.maxaccept {limit}
+    stats socket {prefix}/stats.sock mode 600 level admin
+defaults
+    mode http
+{timeouts}
+frontend acceptsim
+    bind {ADDRESS}:{port} backlog {backlog}
+    http-request return status 200 content-type text/html file {page}
+"""
+
+
+def haproxy_maxconn(stats: str) -> int:
+    """HAProxy's maxconn from its ``show info`` text (``Maxconn: 9987``); 0 if absent."""
+    for line in stats.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Maxconn" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+class Haproxy(Nginx):
+    """HAProxy as a child process (``-db``: in the foreground, one process with
+    ``--workers`` threads) answering every request itself; ``with`` stops it whatever
+    happens.  Its accept limit is the run's (``maxaccept``)."""
+
+    def __init__(self, plan: Plan, cpus: str, haproxy: str, group: CpuQuota | None = None,
+                 maxaccept: float = HAPROXY_DEFAULT_MAXACCEPT) -> None:
+        super().__init__(plan, cpus, haproxy, group)
+        self.maxaccept = maxaccept
+
+    def _write_files(self) -> list[str]:
+        (self.dir / "logs").mkdir()
+        page = self.dir / self.uri.lstrip("/")
+        page.write_bytes(b"x" * self.plan.file_size_bytes)
+        conf = self.dir / "haproxy.cfg"
+        conf.write_text(haproxy_conf(self.dir, page, self.maxaccept, self.plan.port,
+                                     threads=self.plan.workers))
+        return _pin(self.cpus, [self.nginx, "-db", "-f", str(conf)])
+
+    def _ready(self, deadline: float) -> None:
+        if self.group is not None and not self.group.pids():
+            raise HarnessError(f"haproxy is not in {self.group.dir}")
+        self.log_offset = 0
+        self.max_connections = haproxy_maxconn(self.stats())
+
+    def stats(self) -> str:
+        """HAProxy's counters now (HAPROXY_STATS_COMMANDS), from its stats socket ('' if
+        it does not answer)."""
+        text = []
+        for command in HAPROXY_STATS_COMMANDS:
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(5.0)
+                    sock.connect(str(self.dir / "stats.sock"))
+                    sock.sendall(command.encode() + b"\n")
+                    chunks = []
+                    while chunk := sock.recv(65536):
+                        chunks.append(chunk)
+                text.append(f"# {command}\n" + b"".join(chunks).decode(errors="replace"))
+            except OSError:
+                return ""
+        return "".join(text)
+
+    def access_log(self) -> list[LogLine] | None:
+        return None  # HAProxy logs nothing here (a log line per request would cost a write)
+
+    def worker_pids(self) -> list[int]:
+        """HAProxy's one process (its threads are its tasks)."""
+        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+
+
 def run_httperfs(commands: list[list[str]], cpus: str, limit_s: float) -> list[str]:
     """Start every httperf at once; their standard outputs, or HarnessError after limit_s.
 
@@ -1216,7 +1390,11 @@ def worker_cgroups_csv(group: CpuQuota, before: list[dict[str, int]],
     return "\n".join(lines) + "\n"
 
 
-def run_dir_name(plan: Plan, rate: float, repeat: int) -> str:
+def run_dir_name(plan: Plan, rate: float, repeat: int, limit: float | None = None) -> str:
+    if limit is not None:  # HAProxy: its threads and tune.maxaccept
+        threads = f"-threads-{plan.workers}" if plan.workers > 1 else ""
+        return (f"{plan.server}{threads}-maxaccept-{limit_text(limit)}-rate-{rate:06.0f}"
+                f"-rep-{repeat}")
     ma = "on" if plan.multi_accept else "off"
     layout = ""
     if plan.workers > 1:
@@ -1234,10 +1412,10 @@ def measure(
     below unwinds: no nginx, httperf or cgroup of this measure is left behind.
     """
     cpus = sorted(os.sched_getaffinity(0))
-    tools = check_tools(need_taskset=len(cpus) >= 2)
+    tools = check_tools(need_taskset=len(cpus) >= 2, server=plan.server)
     server_cpus, client_cpus = cpu_split(cpus)
-    nginx = tools["nginx"]
-    assert nginx is not None
+    executable = tools[plan.server]
+    assert executable is not None
     with contextlib.ExitStack() as stack:
         group = None
         if plan.server_cpu_quota is not None:
@@ -1246,7 +1424,7 @@ def measure(
             group = stack.enter_context(CpuQuota(plan.server_cpu_quota, plan.cpu_period_us,
                                                  scope=plan.server_cpu_quota_scope,
                                                  workers=plan.workers))
-        version = _nginx_version(nginx)
+        version = server_version(plan.server, executable)
         kernel = KernelInfo(
             profile="linux-modern",
             release=platform.release(),
@@ -1272,123 +1450,132 @@ def _measure_points(
     kernel: KernelInfo,
     group: CpuQuota | None,
 ) -> list[MeasuredRun]:
-    nginx = tools["nginx"]
-    assert nginx is not None
+    executable = tools[plan.server]
+    assert executable is not None
     runs = []
-    for rate in plan.rates_per_s:
-        for repeat in range(plan.first_repeat, plan.first_repeat + plan.repeats):
-            name = run_dir_name(plan, rate, repeat)
-            target = out / name
-            if target.exists():
-                raise HarnessError(f"{target} exists; choose another --out or remove it")
-            with Nginx(plan, server_cpus, nginx, group) as server:
-                commands = httperf_commands(plan, rate, server.uri)
-                started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                before = snapshot(tools["nstat"])
-                cpu_before = group.throttled() if group else {}
-                workers_before = worker_cgroup_counters(group)
-                sampler = None
-                if plan.sample_interval_s:
-                    sampler = Sampler(plan.sample_interval_s,
-                                      sampler_sources(plan.port, server_cpus, group,
-                                                      server.worker_pids()),
-                                      client_cpus)  # fmt: skip
-                with sampler or contextlib.nullcontext():
-                    outputs = run_httperfs(
-                        commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
-                    )
-                cpu_after = group.throttled() if group else {}
-                workers_after = worker_cgroup_counters(group)
-                after = snapshot(tools["nstat"])
-                pids = server.worker_pids()
-                # the log: for the time series' replies and each worker's requests
-                access_log = (server.access_log() if sampler is not None or plan.workers > 1
-                              else None)
-                per_worker = server.worker_requests(access_log)
-            series_rows = None
-            if sampler is not None:
-                for source, why in sampler.failed.items():
-                    log(f"{name}: time series without the {source} ({why})")
-                try:
-                    series_rows = rows_from_samples(sampler.samples, access_log,
-                                                    1e3 / os.sysconf("SC_CLK_TCK"))
-                except ValueError as exc:  # the run stands; its series does not
-                    log(f"{name}: no {TIMESERIES_FILE}: {exc}")
-            info = RunInfo(
-                label=f"{plan.server} multi_accept={'on' if plan.multi_accept else 'off'} "
-                f"{rate:g}/s #{repeat}",
-                server=ServerInfo(
-                    name=plan.server,
-                    version=version,
-                    worker_processes=plan.workers,
-                    multi_accept=plan.multi_accept,
-                    accept_mutex=plan.accept_mutex,
-                    reuseport=plan.reuseport,
-                    events="epoll",
-                    backlog=128,
-                    cpus=server_cpus,
-                    cpu_quota=group.quota_us / group.period_us if group else 0.0,
-                    cpu_period_us=group.period_us if group else 0,
-                    cpu_quota_scope=plan.server_cpu_quota_scope,
-                ),
-                kernel=kernel,
-                load=LoadInfo(
-                    tool="httperf",
-                    target_rate_per_s=float(rate),
-                    duration_s=plan.duration_s,
-                    timeout_s=plan.timeout_s,
-                    processes=len(commands),
-                    spacing=plan.spacing,
-                    file_size_bytes=plan.file_size_bytes,
-                    uri=server.uri,
-                    address=ADDRESS,
-                    port=plan.port,
-                    cpus=client_cpus,
-                ),
-                counters=CounterFiles(),
-                host=HostInfo(cpus=len(cpus), repeat=repeat, started_at=started),
-                timeseries=SeriesInfo(
-                    interval_s=plan.sample_interval_s, sampler_cpu_s=sampler.cpu_s
-                ) if sampler is not None and series_rows is not None else SeriesInfo(),
-            )
-            partial = out / (name + ".partial")
-            shutil.rmtree(partial, ignore_errors=True)
-            partial.mkdir()
-            (partial / RUN_FILE).write_text(info.to_toml())
-            (partial / HTTPERF_FILE).write_text("".join(outputs))
-            if per_worker or pids:  # every worker, in start order, with its requests
-                order = pids + sorted(set(per_worker) - set(pids))
-                (partial / WORKERS_FILE).write_text(
-                    "pid,requests\n" + "".join(f"{p},{per_worker.get(p, 0)}\n" for p in order)
+    for rate, repeat, limit in plan.points():
+        name = run_dir_name(plan, rate, repeat, limit)
+        target = out / name
+        if target.exists():
+            raise HarnessError(f"{target} exists; choose another --out or remove it")
+        server = (Nginx(plan, server_cpus, executable, group) if limit is None
+                  else Haproxy(plan, server_cpus, executable, group, limit))
+        stats = ""
+        with server:
+            commands = httperf_commands(plan, rate, server.uri)
+            started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            before = snapshot(tools["nstat"])
+            cpu_before = group.throttled() if group else {}
+            workers_before = worker_cgroup_counters(group)
+            sampler = None
+            if plan.sample_interval_s:
+                sampler = Sampler(plan.sample_interval_s,
+                                  sampler_sources(plan.port, server_cpus, group,
+                                                  server.worker_pids()),
+                                  client_cpus)  # fmt: skip
+            with sampler or contextlib.nullcontext():
+                outputs = run_httperfs(
+                    commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
                 )
-            if group is not None and workers_before and workers_after:
-                (partial / WORKER_CGROUPS_FILE).write_text(
-                    worker_cgroups_csv(group, workers_before, workers_after))
-            if series_rows is not None:
-                write_timeseries(partial / TIMESERIES_FILE, series_rows)
-            (partial / info.counters.before[0]).write_text(before)
-            (partial / info.counters.after[0]).write_text(after)
-            partial.rename(target)
-            run = load_run(target)
-            runs.append(run)
-            r = run.record()
-            throttle = ""
-            if cpu_before:
-                periods = cpu_after["nr_periods"] - cpu_before["nr_periods"]
-                throttled = cpu_after["nr_throttled"] - cpu_before["nr_throttled"]
-                whose = ("the workers' groups" if plan.server_cpu_quota_scope == "worker"
-                         else "nginx")
-                throttle = f", {whose} throttled in {throttled} of {periods} CFS periods"
-            shares = ""
-            if r.get("worker_shares"):
-                shares = ", workers " + "/".join(f"{s:.2f}" for s in r["worker_shares"])
-            log(
-                f"{name}: reply {r['reply_rate_per_s']:.0f}/s{shares}, "
-                f"client-timo {r['client_timeouts_per_s']:.0f}/s, "
-                f"listen overflows {r['listen_overflows_per_s']:.0f}/s, "
-                f"test-duration {r['test_duration_s']:.1f} s, "
-                f"httperf CPU {r['client_cpus_used']:.2f}{throttle}"
+            cpu_after = group.throttled() if group else {}
+            workers_after = worker_cgroup_counters(group)
+            after = snapshot(tools["nstat"])
+            pids = server.worker_pids()
+            # the log: for the time series' replies and each worker's requests
+            access_log = (server.access_log() if sampler is not None or plan.workers > 1
+                          else None)
+            per_worker = server.worker_requests(access_log)
+            if isinstance(server, Haproxy):
+                stats = server.stats()
+        series_rows = None
+        if sampler is not None:
+            for source, why in sampler.failed.items():
+                log(f"{name}: time series without the {source} ({why})")
+            try:
+                series_rows = rows_from_samples(sampler.samples, access_log,
+                                                1e3 / os.sysconf("SC_CLK_TCK"))
+            except ValueError as exc:  # the run stands; its series does not
+                log(f"{name}: no {TIMESERIES_FILE}: {exc}")
+        setting = (f"maxaccept={limit_text(limit)}" if limit is not None
+                   else f"multi_accept={'on' if plan.multi_accept else 'off'}")
+        info = RunInfo(
+            label=f"{plan.server} {setting} {rate:g}/s #{repeat}",
+            server=ServerInfo(
+                name=plan.server,
+                version=version,
+                worker_processes=plan.workers,
+                multi_accept=plan.multi_accept,
+                accept_mutex=plan.accept_mutex,
+                reuseport=plan.reuseport,
+                events="epoll",
+                backlog=128,
+                cpus=server_cpus,
+                cpu_quota=group.quota_us / group.period_us if group else 0.0,
+                cpu_period_us=group.period_us if group else 0,
+                cpu_quota_scope=plan.server_cpu_quota_scope,
+                accept_limit=0 if limit is None else limit,
+                max_connections=getattr(server, "max_connections", 0),
+            ),
+            kernel=kernel,
+            load=LoadInfo(
+                tool="httperf",
+                target_rate_per_s=float(rate),
+                duration_s=plan.duration_s,
+                timeout_s=plan.timeout_s,
+                processes=len(commands),
+                spacing=plan.spacing,
+                file_size_bytes=plan.file_size_bytes,
+                uri=server.uri,
+                address=ADDRESS,
+                port=plan.port,
+                cpus=client_cpus,
+            ),
+            counters=CounterFiles(),
+            host=HostInfo(cpus=len(cpus), repeat=repeat, started_at=started),
+            timeseries=SeriesInfo(
+                interval_s=plan.sample_interval_s, sampler_cpu_s=sampler.cpu_s
+            ) if sampler is not None and series_rows is not None else SeriesInfo(),
+        )
+        partial = out / (name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        (partial / RUN_FILE).write_text(info.to_toml())
+        (partial / HTTPERF_FILE).write_text("".join(outputs))
+        if stats:
+            (partial / HAPROXY_STATS_FILE).write_text(stats)
+        if limit is None and (per_worker or pids):  # nginx's workers, in start order
+            order = pids + sorted(set(per_worker) - set(pids))
+            (partial / WORKERS_FILE).write_text(
+                "pid,requests\n" + "".join(f"{p},{per_worker.get(p, 0)}\n" for p in order)
             )
-            if plan.pause_s:
-                time.sleep(plan.pause_s)
+        if group is not None and workers_before and workers_after:
+            (partial / WORKER_CGROUPS_FILE).write_text(
+                worker_cgroups_csv(group, workers_before, workers_after))
+        if series_rows is not None:
+            write_timeseries(partial / TIMESERIES_FILE, series_rows)
+        (partial / info.counters.before[0]).write_text(before)
+        (partial / info.counters.after[0]).write_text(after)
+        partial.rename(target)
+        run = load_run(target)
+        runs.append(run)
+        r = run.record()
+        throttle = ""
+        if cpu_before:
+            periods = cpu_after["nr_periods"] - cpu_before["nr_periods"]
+            throttled = cpu_after["nr_throttled"] - cpu_before["nr_throttled"]
+            whose = ("the workers' groups" if plan.server_cpu_quota_scope == "worker"
+                     else plan.server)
+            throttle = f", {whose} throttled in {throttled} of {periods} CFS periods"
+        shares = ""
+        if r.get("worker_shares"):
+            shares = ", workers " + "/".join(f"{s:.2f}" for s in r["worker_shares"])
+        log(
+            f"{name}: reply {r['reply_rate_per_s']:.0f}/s{shares}, "
+            f"client-timo {r['client_timeouts_per_s']:.0f}/s, "
+            f"listen overflows {r['listen_overflows_per_s']:.0f}/s, "
+            f"test-duration {r['test_duration_s']:.1f} s, "
+            f"httperf CPU {r['client_cpus_used']:.2f}{throttle}"
+        )
+        if plan.pause_s:
+            time.sleep(plan.pause_s)
     return runs

@@ -13,8 +13,11 @@ file and the key)::
     version = "1.22.1"
     worker_processes = 1
     multi_accept = true
+    accept_limit = 4          # HAProxy's tune.maxaccept (an integer >= 1, or "inf" for -1);
+                              # 0 or left out for nginx, whose multi_accept sets the limit
     events = "epoll"
     backlog = 128             # listen(2) backlog asked for
+    max_connections = 9987    # HAProxy's maxconn (0 or left out = not recorded)
     cpus = "0"                # taskset CPU list of the server ("" = not pinned)
     cpu_quota = 0.3           # CPUs the server could use (cgroup CFS quota / period; 0 = no limit)
     cpu_period_us = 2000      # CFS period of that quota (0 = no limit)
@@ -83,6 +86,11 @@ class ServerInfo(Params):
     reuseport: bool = param(False, unit="", doc="listen ... reuseport: a socket per worker")
     events: str = param("epoll", unit="", doc="event mechanism (nginx 'use')")
     backlog: int = param(128, unit="connections", ge=1, doc="listen(2) backlog asked for")
+    max_connections: int = param(
+        0, unit="connections", ge=0,
+        doc="the most connections the server holds (HAProxy's maxconn, as its stats socket "
+        "reports it); 0 = not recorded: the server model's default",
+    )
     cpus: str = param("", unit="", doc="CPU list the server was pinned to ('' = not pinned)")
     cpu_quota: float = param(
         0.0,
@@ -100,6 +108,12 @@ class ServerInfo(Params):
         doc="CFS period of cpu_quota (cgroup cpu.cfs_period_us); 0 = no limit",
     )
 
+    accept_limit: int = param(
+        0, unit="connections", ge=0, allow_inf=True,
+        doc="the most connections the server accepts in a row (HAProxy's tune.maxaccept; "
+        "\"inf\" for its -1, no limit); 0 = not a setting of this server: nginx's "
+        "multi_accept gives it (on: inf, off: 1)",
+    )
     cpu_quota_scope: str = param(
         "server",
         unit="",
@@ -112,6 +126,12 @@ class ServerInfo(Params):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.name == "haproxy" and not self.accept_limit:
+            raise ConfigError("server.accept_limit", self.accept_limit,
+                              "an integer >= 1 or \"inf\" for haproxy (its tune.maxaccept)")
+        if self.name == "nginx" and self.accept_limit:
+            raise ConfigError("server.accept_limit", self.accept_limit,
+                              "0 or left out for nginx (its multi_accept sets the limit)")
         if self.cpu_quota_scope == "worker" and not self.cpu_quota:
             raise ConfigError("server.cpu_quota_scope", self.cpu_quota_scope,
                               "server without a CPU quota (server.cpu_quota = 0); worker "
@@ -250,6 +270,8 @@ TOP_LEVEL = ("format", "label", "server", "kernel", "load", "counters", "host", 
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value == float("inf"):
+        return '"inf"'  # as a string, which every field that allows inf reads
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):

@@ -7,7 +7,11 @@ from pathlib import Path
 from acceptsim.measure import find_runs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "measured"
-RUN_DIRS = find_runs(DATA)
+#: the HAProxy sets: replayed per set (tests/measure/test_haproxy_sets.py), not per folder
+HAPROXY_SETS = sorted(DATA.glob("haproxy-*/*/"))
+HAPROXY_RUN_DIRS = [d for s in HAPROXY_SETS for d in find_runs(s)]
+#: the nginx runs, each replayed by the per-folder tests
+RUN_DIRS = [d for d in find_runs(DATA) if d not in set(HAPROXY_RUN_DIRS)]
 
 #: a well-formed single-process httperf 0.9 summary (copied from a real run)
 HTTPERF_ONE = (
