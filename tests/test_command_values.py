@@ -124,7 +124,7 @@ def test_one_warm_up_rule_for_python_and_every_command(capsys: pytest.CaptureFix
 
     args = argparse.Namespace(server="userver", workload="one-packet", rate="3000",
                               rate_profile="", duration="2", warmup=None, seed="1", set=[],
-                              force=False)
+                              params=None, force=False)
     assert base_point(args)["warmup_s"] == 0.5  # search and oracle: the same rule
 
 

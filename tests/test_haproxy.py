@@ -50,3 +50,15 @@ def test_a_deeper_run_queue_moves_the_collapse() -> None:
     deep = haproxy(math.inf, 9000.0, server_params={"backlog": 128, "runqueue_depth": 3000})
     assert deep["full_turns_per_s"] == 0
     assert deep["reply_rate_per_s"] > 1.25 * haproxy(math.inf, 9000.0)["reply_rate_per_s"]
+
+
+def test_replies_of_many_segments_go_through_the_send_buffer() -> None:
+    """A stream writes what the send buffer takes; the rest waits in epoll for the
+    socket to be writable and the mux's tasklet sends it: the links never carry more
+    than their line rate, and every reply is counted once."""
+    record = run_point(RunConfig.from_dict({
+        "server": "haproxy", "workload": "specweb99", "accept_limit": 4,
+        "rate_per_s": 4000.0, "duration_s": 1.0, "warmup_s": 0.25, "seed": 3}))
+    assert max(record["link_utilization"]) <= 1.0  # 1.04 when every reply was one burst
+    assert 0 < record["reply_rate_per_s"] <= record["target_request_rate_per_s"]
+    assert record["httperf.replies"] <= record["httperf.requests"]

@@ -772,7 +772,7 @@ HAPROXY_TURN_MIN_THROTTLED = 0.9
 
 def haproxy_activity(stats: str) -> dict[str, int]:
     """The counters of HAProxy's ``show activity`` (``loops: 1234``; with several threads
-    the total, the first number), from :meth:`~acceptsim.measure.harness.Haproxy.stats`."""
+    the total, the first number), from the text of ``harness.Haproxy.stats()``."""
     out: dict[str, int] = {}
     section = stats.partition("# show activity")[2]
     for line in section.splitlines():

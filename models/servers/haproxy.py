@@ -230,10 +230,11 @@ class Haproxy(Nginx):
             super().readable(conn)
 
     def wait_in_epoll(self, conn: Connection) -> None:
-        """The connection subscribes for reads: registered at the next poll."""
+        """The connection subscribes for reads (or, with a reply's rest to send, for
+        writes): registered at the next poll."""
         conn.server = WAITING
         self.ctl_owed += self.costs.epoll_ctl_s
-        if conn.pending or conn.eof:  # already there: the next epoll_wait reports it
+        if not conn.tx_left and (conn.pending or conn.eof):  # the next poll reports it
             super().readable(conn)
 
     def run(self):  # type: ignore[no-untyped-def]
@@ -255,6 +256,9 @@ class Haproxy(Nginx):
         # fixed part of its epoll_wait
         loop_s = costs.haproxy_loop_s + costs.epoll_base_s
         client = self.client
+        tx = client.tx
+        mss: int = tx.mss
+        write_s: float = costs.write_s
         clock = self.clock
         acc = self.acceptor
         listen = self.listen
@@ -275,7 +279,21 @@ class Haproxy(Nginx):
                     conn = urgent.popleft()
                     runs += 1
                     done += 1
-                    if conn.pending:  # recv, parse, stream_new: its task is woken
+                    if conn.tx_left:  # writable again: the mux sends the reply's rest
+                        if conn.eof:  # the client has gone: the rest is dropped
+                            tx.abandon(conn)
+                            yield close_burst
+                            self.release(conn)
+                            continue
+                        chunk = tx.chunk(conn)
+                        yield WORK, write_s + tx.send_cost(chunk, False)
+                        if tx.wrote(conn, chunk, False):
+                            self.replies_sent += 1
+                            conn.server = ENDING
+                            woken.append(conn)  # the stream ends
+                        else:
+                            self.wait_in_epoll(conn)
+                    elif conn.pending:  # recv, parse, stream_new: its task is woken
                         yield parse_burst
                         conn.pending -= 1
                         conn.server = QUEUED
@@ -293,10 +311,18 @@ class Haproxy(Nginx):
                     if conn.server is ENDING:  # the stream's second run: it ends, the
                         self.wait_in_epoll(conn)  # connection waits for a request or FIN
                         continue
-                    # http-request return: the reply built and sent, whoever reads it
-                    yield stream_bursts.of(conn.reply_bytes)
+                    # http-request return: the reply built and sent, whoever reads it;
+                    # one of several segments through the send buffer (models.tcp)
+                    if conn.reply_bytes > mss and tx.start(conn):
+                        chunk = tx.chunk(conn)
+                        yield stream_bursts.plus(chunk, tx.segments_cost(chunk, True))
+                        if not tx.wrote(conn, chunk, True):
+                            self.wait_in_epoll(conn)  # the rest when it is writable
+                            continue
+                    else:
+                        yield stream_bursts.of(conn.reply_bytes)
+                        client.reply(conn)
                     self.replies_sent += 1
-                    client.reply(conn)
                     conn.server = ENDING
                     woken.append(conn)  # the stream wakes itself to end
                 budget -= done

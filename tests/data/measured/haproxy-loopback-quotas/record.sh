@@ -3,7 +3,7 @@
 # package, one thread, `http-request return` of a 1024-byte file, bind backlog 128) under
 # two cgroup CFS quotas, tune.maxaccept 1, 2, 4, 8, 16, 64 and -1 (inf) alternated within
 # each repeat, 3 repeats of 10-s httperf runs per rate; with the testbed lock held on an
-# otherwise idle machine.  host-costs.toml was measured just before (acceptsim measure-costs).
+# otherwise idle machine (2026-11-27 11:02-11:30 UTC).  The host's costs: the last lines.
 set -eu
 D=tests/data/measured/haproxy-loopback-quotas
 L=1,2,4,8,16,64,inf
@@ -16,3 +16,12 @@ acceptsim measure $Q --server-cpu-quota 0.05 --server-cpu-period 20000 \
 # 1 ms of CPU per 10-ms period
 acceptsim measure $Q --server-cpu-quota 0.1 --server-cpu-period 10000 \
     --rates 1200,3000,4500 --out $D/quota-0.1-period-10ms
+# the host's costs, with HAProxy's CPU per reply and the cost of a turn of its loop, on the
+# same quiet machine right after the sets (11:45 UTC; measure-costs --server haproxy did not
+# exist when the recording began)
+acceptsim measure-costs --server haproxy --out $D/host-costs.toml
+# each set's request_s, fitted to its limit-4 runs alone
+for S in quota-0.05-period-20ms quota-0.1-period-10ms; do
+    acceptsim calibrate $D/$S/*maxaccept-4-* --params $D/host-costs.toml \
+        --out $D/$S.params.toml --jobs 2
+done

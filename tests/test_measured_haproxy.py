@@ -1,0 +1,134 @@
+"""HAProxy 2.6's tune.maxaccept measured and predicted
+(tests/data/measured/haproxy-loopback-quotas; its README section gives the tables).
+
+Two CFS quotas (0.05 CPU per 20 ms, 0.1 CPU per 10 ms), limits 1, 2, 4, 8, 16, 64 and
+unlimited alternated within each of 3 repeats, 10-s httperf runs.  Each set's costs are
+the host's (``acceptsim measure-costs --server haproxy``: the system calls, and the cost
+of a turn of HAProxy's loop from its own count of turns) with ``request_s`` fitted to
+its limit-4 runs alone: every other limit is a prediction.
+
+What holds: the reply rate within a MAPE of 10% over all limits and rates; the predicted
+best limit the measured best or within 2 standard errors of it at every rate; the sign
+of limit 1 minus unlimited wherever its measured difference exceeds 2 standard errors;
+client timeouts within a factor of 2 where they exceed 50/s, but for one point, kept as a
+strict xfail; and the limit `acceptsim search` recommends serving, on the measured runs,
+within 2 standard errors of the measured best.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from acceptsim.config_io import load_params_file
+from acceptsim.measure import find_runs, load_run
+from acceptsim.measure.calibrate import validate
+from acceptsim.sim.search import best_of
+
+DATA = Path(__file__).resolve().parent / "data" / "measured" / "haproxy-loopback-quotas"
+#: each set: its CFS quota (CPUs) and period (s)
+SETS = {"quota-0.05-period-20ms": (0.05, 0.02), "quota-0.1-period-10ms": (0.1, 0.01)}
+LIMITS = [1, 2, 4, 8, 16, 64, math.inf]
+
+
+@pytest.fixture(scope="module", params=list(SETS))
+def report(request: pytest.FixtureRequest) -> dict:
+    name = request.param
+    runs = [load_run(d) for d in find_runs(DATA / name)]
+    costs = load_params_file(DATA / f"{name}.params.toml")[0]
+    return {"name": name, **validate(runs, costs, jobs=2)}
+
+
+def test_every_limit_is_predicted_from_the_limit_4_fit(report: dict) -> None:
+    assert report["runs_in_mape"] >= 55
+    assert report["mape_reply_rate"] <= 10.0
+    assert set(report["mape_reply_rate_by_accept_limit"]) == {"1", "2", "4", "8", "16", "64",
+                                                              "inf"}
+
+
+def test_the_best_limit_and_the_sign_of_one_minus_unlimited(report: dict) -> None:
+    limits = report["limits"]
+    assert len(limits["rates"]) == 3 and limits["best_wrong"] == 0
+    signs = [p["one_minus_inf"]["sign_right"] for p in limits["rates"] if "one_minus_inf" in p]
+    assert True in signs and False not in signs  # unlimited collapses, as measured
+    # past saturation limit 1 serves least of the finite limits, below HAProxy's default
+    # and 64, measured and predicted (a turn of the loop per connection)
+    for point in limits["rates"][1:]:
+        by = {c["accept_limit"]: c for c in point["limits"]}
+        for key in ("measured_mean", "predicted"):
+            assert by[1][key] < min(by[4][key], by[64][key])
+
+
+def timeouts(report: dict) -> dict[tuple[float, float], tuple[float, float]]:
+    """(rate, limit) -> mean measured and predicted client timeouts/s (runs not excluded)."""
+    grouped: dict[tuple[float, float], list[tuple[float, float]]] = {}
+    for row in report["runs"]:
+        if not row["excluded_because"]:
+            grouped.setdefault((row["target_rate_per_s"], row["accept_limit"]), []).append(
+                (row["measured"]["client_timeouts_per_s"], row["predicted"]["client_timeouts_per_s"]))
+    return {k: (sum(m for m, _ in v) / len(v), sum(p for _, p in v) / len(v))
+            for k, v in grouped.items()}
+
+
+#: unlimited at 800/s with 0.05 CPU: at the edge of saturation one repeat of three fell
+#: into the collapse and stayed (338 timeouts/s, 462 replies/s; the others served all);
+#: the simulation stays out of it.  A metastable state the model does not enter
+METASTABLE = {("quota-0.05-period-20ms", 800.0, math.inf)}
+
+
+def test_client_timeouts_within_a_factor_of_two(report: dict) -> None:
+    checked = 0
+    for (rate, limit), (measured, predicted) in timeouts(report).items():
+        if measured <= 50 or (report["name"], rate, limit) in METASTABLE:
+            continue
+        checked += 1
+        assert 0.5 <= predicted / measured <= 2.0, (rate, limit, measured, predicted)
+    assert checked >= 13
+
+
+@pytest.mark.xfail(strict=True, reason="unlimited at the edge of saturation: one repeat in "
+                   "three stays collapsed, the model never enters the collapse (METASTABLE)")
+def test_the_metastable_collapse_at_the_edge_of_saturation() -> None:
+    runs = [load_run(d) for d in find_runs(DATA / "quota-0.05-period-20ms")
+            if "-maxaccept-inf-rate-000800-" in d.name]
+    costs = load_params_file(DATA / "quota-0.05-period-20ms.params.toml")[0]
+    (measured, predicted), = timeouts(validate(runs, costs)).values()
+    assert 0.5 <= predicted / measured <= 2.0
+
+
+def search_point(name: str, rate: float) -> dict:
+    """The testbed of a set as `acceptsim search` takes it (docs/howto/haproxy.md)."""
+    quota, period = SETS[name]
+    costs = load_params_file(DATA / f"{name}.params.toml")[0]
+    return {"server": "haproxy", "rate_per_s": rate, "duration_s": 10.0, "warmup_s": 0.0,
+            "timeout_s": 1.0, "kernel": "linux-modern", "network": "loopback",
+            "cpu_quota": quota, "cpu_period_s": period, "costs": costs,
+            "server_params": {"backlog": 128}}
+
+
+def measured_at(name: str, rate: float) -> dict[float, tuple[float, float]]:
+    runs = [load_run(d) for d in find_runs(DATA / name)]
+    costs = load_params_file(DATA / f"{name}.params.toml")[0]
+    point = next(p for p in validate([r for r in runs if r.info.load.target_rate_per_s == rate],
+                                     costs)["limits"]["rates"])
+    return {c["accept_limit"]: (c["measured_mean"], c["measured_stderr"]) for c in point["limits"]}
+
+
+SATURATED = [("quota-0.05-period-20ms", 800.0), ("quota-0.05-period-20ms", 2000.0),
+             ("quota-0.05-period-20ms", 3000.0), ("quota-0.1-period-10ms", 3000.0),
+             ("quota-0.1-period-10ms", 4500.0)]
+
+
+@pytest.mark.parametrize(("name", "rate"), [
+    pytest.param(*point, marks=() if point == SATURATED[3] else pytest.mark.slow)
+    for point in SATURATED])
+def test_the_recommended_limit_serves_within_noise_of_the_best(name: str, rate: float) -> None:
+    recommended = best_of(search_point(name, rate), "accept_limit", LIMITS, replications=3,
+                          jobs=2).best.value
+    measured = measured_at(name, rate)
+    best = max(measured, key=lambda k: measured[k][0])
+    gap = measured[best][0] - measured[recommended][0]
+    se = math.sqrt(measured[best][1] ** 2 + measured[recommended][1] ** 2)
+    assert gap <= 2 * se or recommended == best
