@@ -61,4 +61,4 @@ def test_replies_of_many_segments_go_through_the_send_buffer() -> None:
         "rate_per_s": 4000.0, "duration_s": 1.0, "warmup_s": 0.25, "seed": 3}))
     assert max(record["link_utilization"]) <= 1.0  # 1.04 when every reply was one burst
     assert 0 < record["reply_rate_per_s"] <= record["target_request_rate_per_s"]
-    assert record["httperf.replies"] <= record["httperf.requests"]
+    assert record["httperf"]["replies"] <= record["httperf"]["requests"]

@@ -66,8 +66,9 @@ def timeouts(report: dict) -> dict[tuple[float, float], tuple[float, float]]:
     grouped: dict[tuple[float, float], list[tuple[float, float]]] = {}
     for row in report["runs"]:
         if not row["excluded_because"]:
-            grouped.setdefault((row["target_rate_per_s"], row["accept_limit"]), []).append(
-                (row["measured"]["client_timeouts_per_s"], row["predicted"]["client_timeouts_per_s"]))
+            pair = (row["measured"]["client_timeouts_per_s"],
+                    row["predicted"]["client_timeouts_per_s"])
+            grouped.setdefault((row["target_rate_per_s"], row["accept_limit"]), []).append(pair)
     return {k: (sum(m for m, _ in v) / len(v), sum(p for _, p in v) / len(v))
             for k, v in grouped.items()}
 
