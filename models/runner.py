@@ -64,6 +64,33 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
     return config.to_dict()
 
 
+def inputs(config: Mapping[str, Any]) -> str:
+    """A digest of the user's files a run of ``config`` reads besides its configuration
+    (``""`` when it reads none): the source file of a policy class of the user's
+    (``policy = "MODULE:CLASS"``: the whole module, whatever the class calls in it) and
+    the session file of the wsesslog workload (``workload_file``).  A sweep puts it in
+    each run's key (:func:`acceptsim.sim.sweep.run_key`), so that an edited file is a new
+    run, never a cached or resumed one."""
+    import hashlib
+    import importlib.util
+
+    from acceptsim.models import policies
+
+    parts = []
+    custom = policies.custom_spec(str(config.get("policy", "")))
+    if custom is not None:
+        spec = importlib.util.find_spec(custom[0]) if custom[0] != "__main__" else None
+        origin = getattr(spec, "origin", None)
+        if origin and Path(origin).is_file():
+            parts.append(b"policy\0" + Path(origin).read_bytes())
+    workload_file = config.get("workload_file")
+    if workload_file:
+        parts.append(b"workload_file\0" + Path(workload_file).read_bytes())
+    if not parts:
+        return ""
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
 def check_work(point: Mapping[str, Any], force: bool = False) -> Work:
     """A point's expected work; :class:`~acceptsim.sim.errors.ConfigError` beyond the bounds of
     :func:`acceptsim.models.work.check_work` unless ``force``."""

@@ -145,13 +145,14 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
-def run_key(config: Mapping[str, Any], replication: int) -> str:
-    """A stable hash of a run's configuration and replication index (hex, 20 characters)."""
-    text = json.dumps(
-        {"config": _canonical(config), "replication": int(replication)},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+def run_key(config: Mapping[str, Any], replication: int, inputs: str = "") -> str:
+    """A stable hash of a run's configuration and replication index (hex, 20 characters),
+    and of ``inputs``, the digest of the files the run reads besides its configuration
+    (the domain's ``inputs(config)``; ``""``: none, and the key is the configuration's)."""
+    key: dict[str, Any] = {"config": _canonical(config), "replication": int(replication)}
+    if inputs:
+        key["inputs"] = inputs
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -170,18 +171,21 @@ def make_tasks(
     configs: Sequence[Mapping[str, Any]],
     replications: Sequence[int] | int,
     seed_field: str = "seed",
+    inputs: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> list[Task]:
-    """Tasks for each config and each of its replications, point-major."""
+    """Tasks for each config and each of its replications, point-major; ``inputs(config)``
+    (the domain's) digests the files a config's runs read, for their keys."""
     counts = [replications] * len(configs) if isinstance(replications, int) else replications
     tasks = []
     for index, (config, count) in enumerate(zip(configs, counts, strict=True)):
         if seed_field not in config:
             raise ConfigError(seed_field, None, "a seed in every point (runs are always seeded)")
         base_seed = config[seed_field]
+        read = inputs(config) if inputs is not None else ""
         for r in range(count):
             seeded = dict(config)
             seeded[seed_field] = replication_seed(base_seed, r)
-            tasks.append(Task(index, r, int(base_seed), seeded, run_key(seeded, r)))
+            tasks.append(Task(index, r, int(base_seed), seeded, run_key(seeded, r, read)))
     return tasks
 
 
@@ -793,8 +797,13 @@ def sweep(
     store = Store(out, resume, owner=identity["sweep"]) if out is not None else None
     try:
         measures = getattr(domain, "is_measure", None) if domain is not None else None
+        # the files a run reads: told by the module that validates the points (the
+        # domain's runner, or the module of a normalise function given)
+        inputs = getattr(domain or sys.modules.get(getattr(normalise, "__module__", "")),
+                         "inputs", None)
         return _run_sweep(run, configs, counts, seed_field, stop, store, cache, jobs,
-                          scheduler, progress, name, description, measures)  # fmt: skip
+                          scheduler, progress, name, description, measures,
+                          inputs)  # fmt: skip
     finally:
         if store is not None:
             store.close()
@@ -860,6 +869,7 @@ def _run_sweep(
     stop: StoppingRule | None, store: Store | None, cache: Any, jobs: int | None,
     scheduler: Any, progress: bool, name: str, description: dict[str, Any],
     measures: Callable[[str], bool] | None = None,
+    inputs: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     cached = open_cache(cache, run)
     description["cache"] = str(cached.parts) if cached is not None else None
@@ -867,7 +877,7 @@ def _run_sweep(
         store.write_manifest(description)
     rows: dict[str, dict[str, Any]] = {}
     while True:
-        tasks = make_tasks(configs, counts, seed_field)
+        tasks = make_tasks(configs, counts, seed_field, inputs)
         if store is not None:
             rows.update(store.load(t.key for t in tasks if t.key not in rows))
             for path, reason in store.rejected:

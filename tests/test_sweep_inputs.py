@@ -1,0 +1,55 @@
+"""A run's key holds the files it reads besides its configuration: an edited policy
+module or session file is a new run, never one served from the cache."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from acceptsim.models import runner
+from acceptsim.sim import sweep as sweep_mod
+
+POLICY = '''
+class Fixed:
+    """Accepts {limit} a phase."""
+
+    def accept_limit(self, view):
+        return {limit}
+'''
+
+
+def point(**more: object) -> dict:
+    return {"rate_per_s": 8000.0, "duration_s": 0.4, "warmup_s": 0.1, **more}
+
+
+def test_an_edited_policy_module_is_a_new_run(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "edited_policy_mod.py"
+    module.write_text(POLICY.format(limit=1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cache = tmp_path / "cache"
+    spec = "edited_policy_mod:Fixed"
+    first = sweep_mod.sweep([point(policy=spec)], jobs=1, progress=False, cache=cache)
+    assert first["reply_rate_per_s"].iloc[0] > 1000
+    module.write_text(POLICY.format(limit=0))  # accepts nothing now
+    sys.modules.pop("edited_policy_mod", None)
+    second = sweep_mod.sweep([point(policy=spec)], jobs=1, progress=False, cache=cache)
+    assert second["run_key"].iloc[0] != first["run_key"].iloc[0]
+    assert second["reply_rate_per_s"].iloc[0] == 0  # run again, not 8,000/s from the cache
+
+
+def test_an_edited_session_file_is_a_new_run(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions.log"
+    sessions.write_text("/a.html\n\n")
+    config = runner.normalise(point(workload="wsesslog", workload_file=str(sessions)))
+    before = sweep_mod.make_tasks([config], 1, inputs=runner.inputs)[0].key
+    sessions.write_text("/a.html\n/b.html\n\n")
+    after = sweep_mod.make_tasks([config], 1, inputs=runner.inputs)[0].key
+    assert before != after
+    # a configuration that reads no file keeps the key it always had
+    plain = runner.normalise(point())
+    assert runner.inputs(plain) == ""
+    assert sweep_mod.make_tasks([plain], 1, inputs=runner.inputs)[0].key == \
+        sweep_mod.run_key({**plain, "seed": sweep_mod.replication_seed(plain["seed"], 0)}, 0)
