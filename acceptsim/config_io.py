@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,23 @@ def load_measurements(path: str | Path) -> dict[str, Any]:
     measured = parse_toml("--params", Path(path), text).get("measured", {})
     if not isinstance(measured, dict):
         raise ConfigError(f"{path}: measured", measured, "a table of measurements")
+    for name, entry in measured.items():
+        if not isinstance(entry, dict) or "mean" not in entry:
+            continue  # the host's description, or another table without a measurement
+        check_measurement(f"{path}: measured.{name}", entry)
     return measured
+
+
+def check_measurement(field: str, entry: dict[str, Any]) -> None:
+    """A measurement's ``mean`` is a finite number >= 0 and its ``spread`` (if given) a
+    finite number >= 0: a bound made of nan or inf would let a fit go anywhere."""
+    for key in ("mean", "spread"):
+        if key not in entry and key == "spread":
+            continue
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and value >= 0):
+            raise ConfigError(f"{field}.{key}", value, "a finite number >= 0")
 
 
 def parse_number(field: str, text: str) -> float:

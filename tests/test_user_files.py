@@ -1,5 +1,6 @@
-"""A run's key holds the files it reads besides its configuration: an edited policy
-module or session file is a new run, never one served from the cache."""
+"""The files a user gives (issue 46): a run's key holds those it reads besides its
+configuration, so an edited policy module or session file is a new run, never one served
+from the cache; a parameter file's measurements are checked before they bound a fit."""
 
 from __future__ import annotations
 
@@ -53,3 +54,20 @@ def test_an_edited_session_file_is_a_new_run(tmp_path: Path) -> None:
     assert runner.inputs(plain) == ""
     assert sweep_mod.make_tasks([plain], 1, inputs=runner.inputs)[0].key == \
         sweep_mod.run_key({**plain, "seed": sweep_mod.replication_seed(plain["seed"], 0)}, 0)
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("mean = nan\nspread = 1e-7", "mean"), ("mean = 4e-6\nspread = inf", "spread"),
+    ("mean = -4e-6\nspread = 1e-7", "mean"), ('mean = "4us"\nspread = 1e-7', "mean"),
+])
+def test_a_measurement_of_nan_or_inf_is_refused_naming_it(tmp_path: Path, line: str,
+                                                          key: str) -> None:
+    """A measured bound of nan or inf would let a fit go anywhere (issue 46)."""
+    from acceptsim.config_io import load_measurements
+    from acceptsim.sim.errors import ConfigError
+
+    params = tmp_path / "params.toml"
+    params.write_text(f'[measured.accept_s]\n{line}\nsets = "accept_s"\n')
+    with pytest.raises(ConfigError) as err:
+        load_measurements(params)
+    assert err.value.field == f"{params}: measured.accept_s.{key}"
