@@ -71,3 +71,37 @@ def test_a_measurement_of_nan_or_inf_is_refused_naming_it(tmp_path: Path, line: 
     with pytest.raises(ConfigError) as err:
         load_measurements(params)
     assert err.value.field == f"{params}: measured.accept_s.{key}"
+
+
+def test_measured_files_that_contradict_each_other_are_refused(tmp_path: Path) -> None:
+    """httperf's totals and the workers' counts checked against each other and
+    run.toml (issue 46): more replies than requests, more requests than connections x
+    --num-calls, more workers than nginx ran or more requests than httperf sent."""
+    import re
+    import shutil
+
+    from acceptsim.measure import load_run
+    from acceptsim.measure.errors import ParseError
+
+    data = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback-workers"
+    source = next(d for d in sorted(data.rglob("*workers-2*")) if (d / "workers.csv").is_file())
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    assert load_run(run).worker_requests  # as recorded: it loads
+    text = (run / "httperf.txt").read_text()
+    replies = re.search(r"Total: connections (\d+) requests (\d+) replies (\d+)", text)
+    assert replies is not None
+    conns, requests = int(replies[1]), int(replies[2])
+    for bad in (f"Total: connections {conns} requests {requests} replies 9999999",
+                f"Total: connections {conns} requests {conns * 5} replies {conns * 5}"):
+        (run / "httperf.txt").write_text(text.replace(replies[0], bad, 1))
+        with pytest.raises(ParseError, match="replies for|requests from"):
+            load_run(run)
+    (run / "httperf.txt").write_text(text)
+    counts = (run / "workers.csv").read_text()
+    (run / "workers.csv").write_text(counts + "99999,1\n")
+    with pytest.raises(ParseError, match="3 workers but run.toml"):
+        load_run(run)
+    (run / "workers.csv").write_text("pid,requests\n1,18000000\n2,0\n")
+    with pytest.raises(ParseError, match="more than the"):
+        load_run(run)

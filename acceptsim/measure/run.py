@@ -284,6 +284,7 @@ def load_run(directory: str | Path) -> MeasuredRun:
         if not report.totals.test_duration_s >= 0:
             raise ParseError(directory / HTTPERF_FILE, 0, f"test-duration "
                              f"{report.totals.test_duration_s:g} s is below zero")
+        check_totals(directory / HTTPERF_FILE, report)
     for name, delta in deltas(before, after).items():
         if delta < 0:  # counters only grow: a truncated, swapped or foreign snapshot
             raise ParseError(
@@ -291,8 +292,33 @@ def load_run(directory: str | Path) -> MeasuredRun:
                 f"counter {name} went from {before.get(name, 0)} to {after.get(name, 0)}: a "
                 "later snapshot below an earlier one (swapped, truncated or another host's)",
             )  # fmt: skip
-    return MeasuredRun(directory, info, reports, before, after,
-                       read_worker_requests(directory / WORKERS_FILE))
+    workers = read_worker_requests(directory / WORKERS_FILE)
+    if workers and len(workers) != info.server.worker_processes:
+        raise ParseError(directory / WORKERS_FILE, 0, f"{len(workers)} workers but run.toml "
+                         f"says server.worker_processes = {info.server.worker_processes}")
+    sent = sum(r.totals.requests for r in reports)
+    if sum(workers) > sent:
+        raise ParseError(directory / WORKERS_FILE, 0, f"{sum(workers)} requests served, more "
+                         f"than the {sent} httperf sent")
+    return MeasuredRun(directory, info, reports, before, after, workers)
+
+
+def check_totals(path: Path, report: HttperfReport) -> None:
+    """A ParseError for totals no httperf writes: more replies than requests, more
+    requests than connections x ``--num-calls`` (when its command line says it), or
+    more replies by status than replies."""
+    totals = report.totals
+    if totals.replies > totals.requests:
+        raise ParseError(path, 0, f"{totals.replies} replies for {totals.requests} requests")
+    calls = report.options.get("num-calls", "")
+    if calls.isdigit() and totals.requests > totals.connections * int(calls):
+        raise ParseError(path, 0, f"{totals.requests} requests from {totals.connections} "
+                         f"connections of --num-calls={calls}")
+    status = report.reply_status
+    by_status = sum(getattr(status, f) for f in ("s1xx", "s2xx", "s3xx", "s4xx", "s5xx"))
+    if by_status > totals.replies:
+        raise ParseError(path, 0, f"{by_status} replies by status for {totals.replies} "
+                         "replies")
 
 
 def read_worker_requests(path: Path) -> tuple[int, ...]:
