@@ -280,6 +280,10 @@ class RunConfig(Params):
                 raise ConfigError("wakeup", self.wakeup,
                                   f"one of {', '.join(spec.wakeups)} for server "
                                   f"{self.server!r} on a shared socket")
+            if self.listen == "reuseport" and self.wakeup == WAKE_MUTEX:
+                raise ConfigError("wakeup", self.wakeup, "not mutex with listen = reuseport "
+                                  "(each worker has a socket of its own: nginx takes no "
+                                  "accept mutex for reuseport sockets)")
             if self.idle_connections:
                 raise ConfigError("idle_connections", self.idle_connections,
                                   "0 with several workers (idle connections are modelled "

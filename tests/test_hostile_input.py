@@ -68,6 +68,10 @@ REFUSED = [
     (["--rate", "100", "--duration", "1", "--params", LONG_NAME], "100,000 characters"),
     (["--rate", "100", "--duration", "1", "--seed", str(2**64)], "64 bits"),
     (["--rate", "100", "--duration", "1", "--idle-connections", "1e9"], "idle-connections"),
+    # issue 46: a closed loop of no user, and an accept mutex beside per-worker sockets
+    (["--concurrency", "0", "--duration", "1"], "--concurrency='0'"),
+    (["--server", "nginx", "--cpus", "2", "--listen", "reuseport", "--wakeup", "mutex",
+      "--rate", "100", "--duration", "1"], "wakeup='mutex'"),
 ]
 
 

@@ -150,6 +150,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                           "has no target rate)")
     if args.keepalive and args.concurrency is None:
         raise ConfigError("--keepalive", True, "only with --concurrency C")
+    if args.concurrency is not None and parse_int("--concurrency", args.concurrency) < 1:
+        raise ConfigError("--concurrency", args.concurrency, "an integer >= 1 (users of the "
+                          "closed loop; leave it out, with --rate, for httperf's open loop)")
     fields: dict[str, Any] = {
         "duration_s": parse_number("duration", args.duration),
         "server_params": parse_assignments("server-param", args.server_param),
