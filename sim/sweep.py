@@ -393,7 +393,13 @@ class Parts:
         return rows
 
     def _reject(self, path: Path, reason: str) -> None:
+        """Set ``path`` aside as ``NAME.rejected`` (``.rejected.2``, ... when an earlier
+        one is there: none is overwritten)."""
         aside = path.with_name(path.name + ".rejected")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.rejected.{n}")
         os.replace(path, aside)
         self.rejected.append((aside, reason))
 
@@ -438,10 +444,14 @@ class Store(Parts):
         check_utf8_path("out", path)  # before the first run, not when writing its part
         self.path = Path(path)
         super().__init__(self.path / "parts", owner)
-        if self.parts.is_dir() and any(self.parts.glob("*.parquet")) and not resume:
+        finished = [name for name in ("results.parquet", "manifest.json", "summary.csv")
+                    if (self.path / name).exists()]
+        if not resume and (finished or (self.parts.is_dir()
+                                        and any(self.parts.glob("*.parquet")))):
+            held = f" (it holds {', '.join(finished)})" if finished else ""
             raise ConfigError(
-                "out", str(self.path), "a new or empty directory, or resume to continue the sweep "
-                "stored there",
+                "out", str(self.path), f"a new or empty directory, or resume to continue the "
+                f"sweep stored there{held}",
             )  # fmt: skip
         try:
             self.parts.mkdir(parents=True, exist_ok=True)

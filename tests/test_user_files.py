@@ -105,3 +105,26 @@ def test_measured_files_that_contradict_each_other_are_refused(tmp_path: Path) -
     (run / "workers.csv").write_text("pid,requests\n1,18000000\n2,0\n")
     with pytest.raises(ParseError, match="more than the"):
         load_run(run)
+
+
+def test_a_finished_sweep_is_never_overwritten_nor_a_set_aside_part(tmp_path: Path) -> None:
+    """A new sweep into an OUT that holds another sweep's results is refused even with its
+    parts gone; a part set aside twice keeps both copies (issue 46)."""
+    from acceptsim.sim.errors import ConfigError
+
+    out = tmp_path / "out"
+    sweep_mod.sweep([point()], jobs=1, progress=False, cache=False, out=out)
+    results = (out / "results.parquet").read_bytes()
+    for part in (out / "parts").glob("*.parquet"):
+        part.unlink()
+    with pytest.raises(ConfigError, match="results.parquet"):
+        sweep_mod.sweep([point(rate_per_s=9000.0)], jobs=1, progress=False, cache=False,
+                        out=out)
+    assert (out / "results.parquet").read_bytes() == results
+    parts = sweep_mod.Parts(tmp_path / "parts")
+    parts.parts.mkdir()
+    for round_ in (1, 2):
+        parts.part("k").write_text(f"not parquet {round_}")
+        parts.load(["k"])
+    kept = sorted(p.read_text() for p in parts.parts.glob("k.parquet.rejected*"))
+    assert kept == ["not parquet 1", "not parquet 2"]
