@@ -62,6 +62,17 @@ def check_output_dir(field: str, path: str | Path) -> Path:
     return path
 
 
+#: the mode open() gives a new file before the umask takes its bits away
+NEW_FILE_MODE = 0o666
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same folder, same suffix) to write to; renamed
@@ -74,6 +85,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        # the mode a new file gets (mkstemp's is 0600 whatever the umask)
+        os.chmod(tmp, NEW_FILE_MODE & ~current_umask())
         os.replace(tmp, path)
     except OSError as exc:  # a full disk, a quota: say which file could not be written
         raise ConfigError("output", str(path), f"a file that can be written "

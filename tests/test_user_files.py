@@ -128,3 +128,19 @@ def test_a_finished_sweep_is_never_overwritten_nor_a_set_aside_part(tmp_path: Pa
         parts.load(["k"])
     kept = sorted(p.read_text() for p in parts.parts.glob("k.parquet.rejected*"))
     assert kept == ["not parquet 1", "not parquet 2"]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_files_written_whole_honour_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    """summary.csv, calibrate --out, plots: written through a temporary file, which
+    mkstemp makes 0600, and given the mode the umask gives a new file (issue 46)."""
+    import os
+
+    from acceptsim.sim.files import write_text_atomic
+
+    old = os.umask(umask)
+    try:
+        write_text_atomic(tmp_path / "out.csv", "x\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.csv").stat().st_mode & 0o777 == mode
