@@ -30,8 +30,10 @@ build: $(NATIVE)
 run: $(NATIVE)
 	$(BIN)/acceptsim reproduce --out out
 
+# on every core (pytest-xdist), each test module on one worker: its module-wide fixtures
+# (the documentation build) are made once
 test: $(NATIVE)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadscope
 
 test-slow: $(NATIVE)
 	$(BIN)/python -m pytest -m slow
