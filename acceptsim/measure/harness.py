@@ -286,10 +286,6 @@ class Plan:
             raise ConfigError("--server-cpu-quota-scope", "worker", "server with --server "
                               "haproxy (its threads share one process and so one cgroup)")
 
-    def limits(self) -> tuple[float | None, ...]:
-        """The accept limits a repeat runs: HAProxy's, or (None,) for nginx's one setting."""
-        return self.accept_limits or (None,)
-
     def points(self) -> list[tuple[float, int, float | None]]:
         """(rate, repeat, accept limit) in the order they run.  nginx: every repeat of a
         rate in turn.  HAProxy: repeat by repeat, every rate, and at each rate every limit,
