@@ -827,6 +827,9 @@ def load_custom(module: str, qualname: str) -> Any:
         obj: Any = importlib.import_module(module)
     except ImportError as exc:
         raise ConfigError("policy", field, f"an importable module ({exc})") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (the user's module failed: say how)
+        raise ConfigError("policy", field, f"a module that imports without an error (it "
+                          f"raised {type(exc).__name__}: {exc})") from None
     for part in qualname.split("."):
         if not hasattr(obj, part):
             raise ConfigError("policy", field, f"a class or factory defined in {module}")
@@ -847,6 +850,9 @@ def _make_custom(cls: Any, values: dict[str, Any], spec: str) -> Any:
             policy = cls(**values)
     except TypeError as exc:
         raise ConfigError("policy", spec, f"arguments {cls.__name__} takes ({exc})") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (the user's class failed: say how)
+        raise ConfigError("policy", spec, f"a class that can be made ({cls.__name__} raised "
+                          f"{type(exc).__name__}: {exc})") from None
     if not callable(getattr(policy, "accept_limit", None)):
         raise ConfigError("policy", spec, "a policy: an object with an accept_limit method")
     return policy

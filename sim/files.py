@@ -53,6 +53,18 @@ def check_output_file(field: str, path: str | Path) -> Path:
     return path
 
 
+def check_plot_file(field: str, path: str | Path) -> Path:
+    """``path`` can take a figure: a writable file name whose extension is a format
+    matplotlib saves (``.png``, ``.pdf``, ``.svg``, ...), checked before any run."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if Path(path).suffix.lower().lstrip(".") not in formats:
+        raise ConfigError(field, str(path), "a file name ending in an image format's "
+                          f"extension: {', '.join('.' + f for f in formats)}")
+    return check_output_file(field, path)
+
+
 def check_output_dir(field: str, path: str | Path) -> Path:
     """``path`` can be used as an output directory: a directory, or creatable."""
     path = Path(path)

@@ -144,3 +144,37 @@ def test_files_written_whole_honour_the_umask(tmp_path: Path, umask: int, mode: 
     finally:
         os.umask(old)
     assert (tmp_path / "out.csv").stat().st_mode & 0o777 == mode
+
+
+@pytest.mark.parametrize(("source", "fragment"), [
+    ("def broken(:\n", "SyntaxError"),
+    ("raise RuntimeError('no config')\n", "RuntimeError: no config"),
+    ("raise SystemExit(0)\n", "SystemExit"),
+    ("class P:\n    def __init__(self):\n        raise ValueError('bad')\n"
+     "    def accept_limit(self, view):\n        return 1\n", "ValueError: bad"),
+])
+def test_a_policy_module_that_fails_is_one_line_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        source: str, fragment: str) -> None:
+    """A policy module that raises on import, does not parse, exits, or whose class
+    raises when made: one line naming the policy, exit 2, no traceback (issue 46)."""
+    from acceptsim.cli import main
+
+    name = f"failing_policy_{abs(hash(source))}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main(["run", "--rate", "1000", "--duration", "0.2", "--policy", f"{name}:P"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"policy='{name}:P'" in err and fragment in err
+
+
+def test_a_plot_file_without_an_image_extension_is_refused_before_the_run(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from acceptsim.cli import main
+
+    for command in (["run", "--rate", "1000", "--duration", "0.2"],
+                    ["search", "--rate", "1000", "--duration", "0.5", "--candidates", "1,2"]):
+        assert main([*command, "--plot", "myplot"]) == 2
+        err = capsys.readouterr().err
+        assert "--plot='myplot'" in err and ".png" in err and err.count("\n") == 1

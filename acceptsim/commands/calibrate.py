@@ -15,7 +15,7 @@ from acceptsim.measure import series
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.sim.errors import ConfigError, is_user_file
-from acceptsim.sim.files import atomic_path, check_output_file, write_text_atomic
+from acceptsim.sim.files import atomic_path, check_output_file, check_plot_file, write_text_atomic
 from acceptsim.sim.results import json_safe
 
 
@@ -104,7 +104,7 @@ def main_calibrate(args: argparse.Namespace) -> int:
 
 def main_validate(args: argparse.Namespace) -> int:
     if args.plot:
-        check_output_file("--plot", args.plot)  # a file, not a directory: before the runs
+        check_plot_file("--plot", args.plot)  # a file, not a directory: before the runs
     runs = read_runs(args.runs)
     costs = load_params_file(args.params)[0] if args.params is not None else CLUSTER1
     if args.timeseries:

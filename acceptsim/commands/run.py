@@ -18,7 +18,7 @@ from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS, MAX_SERIES_POINTS, check_work
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.files import check_output_file
+from acceptsim.sim.files import check_plot_file
 from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.results import flatten, json_safe
 
@@ -216,7 +216,7 @@ def parse_assignments(field: str, items: list[str]) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> int:
     if args.plot:
-        check_output_file("--plot", args.plot)  # before the run: no simulation for nothing
+        check_plot_file("--plot", args.plot)  # before the run: no simulation for nothing
     config = config_from_args(args)
     check_work(config, args.force)  # before anything else: a refusal costs nothing
     result = run_point(config, timeseries=True, progress=True)

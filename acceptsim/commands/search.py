@@ -29,7 +29,7 @@ from acceptsim.models import policies
 from acceptsim.models.policies import check_limit
 from acceptsim.sim import search as search_mod
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.files import atomic_path, check_output_file
+from acceptsim.sim.files import atomic_path, check_plot_file
 from acceptsim.sim.params import parse_value, split_assignment
 from acceptsim.sim.results import json_safe
 
@@ -155,7 +155,7 @@ def tune_policy(
 
 def main(args: argparse.Namespace) -> int:
     if args.plot:
-        check_output_file("--plot", args.plot)  # before the search's runs
+        check_plot_file("--plot", args.plot)  # before the search's runs
     point = base_point(args)
     replications = parse_int("replications", args.replications)
     if replications < 2:
