@@ -178,3 +178,13 @@ def test_a_plot_file_without_an_image_extension_is_refused_before_the_run(
         assert main([*command, "--plot", "myplot"]) == 2
         err = capsys.readouterr().err
         assert "--plot='myplot'" in err and ".png" in err and err.count("\n") == 1
+
+
+def test_a_sweep_of_a_configuration_column_as_its_metric_is_refused_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from acceptsim.cli import main
+
+    out = tmp_path / "sweep"
+    assert main(["sweep", "userver-one-packet", "--metric", "server", "--out", str(out)]) == 2
+    assert "--metric='server'" in capsys.readouterr().err
+    assert not out.exists()  # refused before any run or file

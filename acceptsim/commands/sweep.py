@@ -111,6 +111,9 @@ def main(args: argparse.Namespace) -> int:
             rel_half_width=parse_number("target-ci", args.target_ci),
             max_replications=parse_int("max-replications", args.max_replications),
         )
+    if not runner.is_measure(args.metric):  # a configuration column has no CI to summarise
+        raise ConfigError("--metric", args.metric, "a measure of the runs (e.g. "
+                          "reply_rate_per_s), not a configuration column")
     scenario = runner.load_scenario(args.scenario)
     report.check_spec(scenario)  # a [plot] or [[expect]] reproduce would refuse: before any run
     out = Path(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
