@@ -69,7 +69,7 @@ import pandas as pd
 from tqdm.std import tqdm  # the base of every bar (the notebook widget included)
 
 from acceptsim.sim import bars
-from acceptsim.sim.errors import ConfigError, in_file, names_a_file
+from acceptsim.sim.errors import ConfigError, in_file, names_a_file, read_user_file
 from acceptsim.sim.results import flatten, json_safe
 from acceptsim.sim.scenario import Scenario
 from acceptsim.sim.scenario import load as load_scenario
@@ -843,10 +843,14 @@ def _resumed(
     """The replications, stopping rule and configurations a resume continues with: the
     stored sweep's, where this call leaves them out; a ConfigError where it contradicts
     them (another scenario, other replications, another stopping rule, changed points)."""
-    try:
-        manifest = json.loads((out / "manifest.json").read_text())
-    except (OSError, ValueError):
+    path = out / "manifest.json"
+    if not path.exists() and not path.is_symlink():
         return replications, stop, configs  # nothing stored yet: a new sweep
+    text = read_user_file("resume", path, "the sweep's manifest (a JSON file)")
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return replications, stop, configs  # not a manifest: a new sweep
     stored = manifest.get("identity")
     if not stored:  # written before sweeps had an identity: continue as asked
         return replications, stop, configs

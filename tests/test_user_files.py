@@ -188,3 +188,39 @@ def test_a_sweep_of_a_configuration_column_as_its_metric_is_refused_first(
     assert main(["sweep", "userver-one-packet", "--metric", "server", "--out", str(out)]) == 2
     assert "--metric='server'" in capsys.readouterr().err
     assert not out.exists()  # refused before any run or file
+
+
+def test_a_fifo_where_a_file_is_read_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """workers.csv (validate, calibrate) and a sweep's manifest.json (--resume): a FIFO
+    there would block the read for ever; it is refused at once (issue 46)."""
+    import os
+    import shutil
+    import signal
+
+    from acceptsim.measure import load_run
+    from acceptsim.measure.errors import ParseError
+    from acceptsim.sim.errors import ConfigError
+
+    def hung(*_: object) -> None:
+        raise AssertionError("a read waited on a FIFO")
+
+    data = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback-workers"
+    source = next(d for d in sorted(data.rglob("*workers-2*")) if (d / "workers.csv").is_file())
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    (run / "workers.csv").unlink()
+    os.mkfifo(run / "workers.csv")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "manifest.json")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(ParseError, match="workers.csv"):
+            load_run(run)
+        with pytest.raises(ConfigError, match="manifest"):
+            sweep_mod.sweep([point()], jobs=1, progress=False, cache=False, out=out,
+                            resume=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

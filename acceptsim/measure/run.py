@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptsim.measure.counters import deltas, read_counters
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure.errors import ParseError, read_text
 from acceptsim.measure.httperf import HttperfReport, read_httperf
 from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
 
@@ -323,9 +323,9 @@ def check_totals(path: Path, report: HttperfReport) -> None:
 
 def read_worker_requests(path: Path) -> tuple[int, ...]:
     """A run's ``workers.csv``: the requests per worker, in start order (empty if absent)."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return ()
-    lines = path.read_text().splitlines()
+    lines = read_text(path).splitlines()  # a regular file (a FIFO would hang a read)
     if not lines or lines[0].strip() != "pid,requests":
         raise ParseError(path, 1, "a header 'pid,requests'")
     counts = []
