@@ -244,12 +244,26 @@ def test_a_long_run_shows_progress_on_a_terminal_and_stops_cleanly_on_a_signal(
         os.close(master)
 
 
+def _wait_until_it_catches(pid: int, signum: int, limit_s: float) -> None:
+    """Until process ``pid`` has a handler for ``signum`` (its /proc status's SigCgt
+    mask), at most ``limit_s``: on a loaded machine its imports take longer than any
+    fixed wait."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:") and int(line.split()[1], 16) >> (signum - 1) & 1:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no handler for signal {signum} after {limit_s} s")
+
+
 def test_off_a_terminal_a_long_run_is_quiet_and_sigterm_leaves_one_line() -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "acceptsim.cli", "run", "--rate", "24000",
                              "--duration", "2000"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(3)
+    _wait_until_it_catches(proc.pid, signal.SIGTERM, 60)  # its imports take seconds
+    time.sleep(1)  # into the run
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 143
