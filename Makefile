@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 HOT := $(shell $(PYTHON) sim/native.py)
 NATIVE := $(VENV)/.native
 
-.PHONY: run test test-slow bench bench-instructions lint clean build docs notebook
+.PHONY: run test check test-slow bench bench-instructions lint clean build docs notebook
 
 # install (compiling the hot path with mypyc when a C compiler is present: setup.py)
 $(STAMP): pyproject.toml setup.py
@@ -34,6 +34,17 @@ run: $(NATIVE)
 # (the documentation build) are made once
 test: $(NATIVE)
 	$(BIN)/python -m pytest -n auto --dist loadscope
+
+# the edit-test loop's fast subset (about 20 s on 2 cores): the engine, the kernel and TCP,
+# parameters, the accept phase, closed forms, the invariants' property tests, the
+# recorded runs' and users' files; `make test` runs everything
+CHECK_TESTS := tests/test_engine.py tests/test_kernel.py tests/test_tcp.py \
+	tests/test_params.py tests/test_accept_phase.py tests/test_closed_form.py \
+	tests/test_invariants.py tests/test_haproxy.py tests/test_user_files.py \
+	tests/test_small_items.py tests/test_stats.py tests/test_bandwidth.py \
+	tests/test_client_loop.py tests/test_workloads.py tests/test_record.py
+check: $(NATIVE)
+	$(BIN)/python -m pytest -n auto --dist loadscope $(CHECK_TESTS)
 
 test-slow: $(NATIVE)
 	$(BIN)/python -m pytest -m slow
