@@ -16,6 +16,7 @@ from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
 from acceptsim.models.servers.base import WAKE_ALL, WAKE_BLOCKING, WAKE_EXCLUSIVE, WAKE_MUTEX
 from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import Params, param
@@ -73,12 +74,12 @@ WAKEUPS = (WAKE_EXCLUSIVE, WAKE_ALL, WAKE_BLOCKING, WAKE_MUTEX)
 
 def _workers(config: Any) -> int:
     """:data:`WORKERS_RULE`."""
-    return int(config.cpus) if SERVERS[config.server].wakeups else 1
+    return int(config.cpus) if config.server_spec().wakeups else 1
 
 
 def _wakeup(config: Any) -> str:
     """:data:`WAKEUP_RULE`."""
-    spec = SERVERS[config.server]
+    spec = config.server_spec()
     return spec.wakeups[0] if spec.wakeups else WAKEUP_ONE_WORKER
 
 
@@ -94,7 +95,11 @@ class RunConfig(Params):
     big configuration can still be built, described and swept with ``force``.
     """
 
-    server: str = param("userver", unit="", choices=tuple(SERVERS), doc="server architecture")
+    server: str = param(
+        "userver", unit="", doc="server architecture (acceptsim servers): NAME, or a server "
+        "of yours, as the class itself (a Server subclass, or a ServerSpec) or MODULE:CLASS "
+        "(held as MODULE:CLASS@digest, the digest of its source)",
+    )
     accept_limit: int = param(
         1, unit="connections", ge=1, le=MAX_ACCEPT_LIMIT, allow_inf=True,
         doc="accept-limit per accept phase (1..1e9, or inf: no limit)",
@@ -227,12 +232,16 @@ class RunConfig(Params):
             # a policy class of the user's: held by its import name (a sweep hashes,
             # stores and resumes it like any field; workers import it by that name)
             object.__setattr__(self, "policy", policies.spec_of(self.policy))
+        # a server of the user's likewise (a class or a ServerSpec); a name, or a spec
+        # MODULE:CLASS, is resolved here: a bad one is refused before anything runs
+        object.__setattr__(self, "server", SERVERS.spec_of(self.server))
+        SERVERS.resolve(self.server)
         super().__post_init__()
         for name in ("server_params", "workload_params"):
             object.__setattr__(self, name, _table(name, getattr(self, name)))
         self.build_server_params()
         self.build_workload_params()
-        if self.idle_connections and not SERVERS[self.server].idle_connections:
+        if self.idle_connections and not self.server_spec().idle_connections:
             raise ConfigError("idle_connections", self.idle_connections,
                               f"0 for server {self.server!r} (it cannot hold idle connections)")
         self._check_workers()
@@ -269,7 +278,7 @@ class RunConfig(Params):
 
     def _check_workers(self) -> None:
         """The multi-core settings against each other and the server."""
-        spec = SERVERS[self.server]
+        spec = self.server_spec()
         if self.workers > 1:
             if not spec.wakeups:
                 several = ", ".join(n for n, s in SERVERS.items() if s.wakeups)
@@ -306,6 +315,11 @@ class RunConfig(Params):
                 raise ConfigError(key, data[key], allowed)
         return dataclasses.replace(start, **start._followed(data))
 
+    def server_spec(self) -> ServerSpec:
+        """The server's spec: a built-in server's by name, or a server of the user's
+        (``MODULE:CLASS``; :meth:`~acceptsim.models.servers.registry.ServerRegistry.resolve`)."""
+        return SERVERS.resolve(self.server)
+
     def listen_costs(self) -> HostCosts:
         """The costs the listen path charges the server's CPUs: ``costs``, with the
         per-packet costs of the clients' segments at 0 on loopback (``network``), where
@@ -316,7 +330,7 @@ class RunConfig(Params):
 
     def build_server_params(self) -> Params:
         """The server's parameter set: its defaults updated by ``server_params``."""
-        return SERVERS[self.server].params.from_dict(dict(self.server_params))
+        return self.server_spec().params.from_dict(dict(self.server_params))
 
     def build_workload_params(self) -> Params:
         """The workload's parameter set: its defaults updated by ``workload_params``."""

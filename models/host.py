@@ -38,7 +38,7 @@ class Host:
         self.config = config
         self.env = env = Environment()
         self.streams = streams = Streams(config.seed)
-        spec = SERVERS[config.server]
+        spec = SERVERS.resolve(config.server)
         #: what each worker runs on (worker i on ``cpus[i]``): its CPU, or with more
         #: workers than CPUs its Context on CPU i mod cpus (the first ``config.cpus`` are
         #: the processors' first Contexts, which their kernel work is charged to);

@@ -817,25 +817,45 @@ def custom_spec(spec: str) -> tuple[str, str, dict[str, Any]] | None:
     return match["module"], match["qualname"], _spec_values(name, match["rest"] or "")
 
 
-def load_custom(module: str, qualname: str) -> Any:
-    """The class (or zero-argument factory) ``module:qualname`` names; a ConfigError
-    naming the policy when it cannot be imported."""
+def import_named(field: str, module: str, qualname: str, what: str) -> Any:
+    """The object ``module:qualname`` names (a class of the user's: a policy, a server);
+    a ConfigError naming ``field`` and the spec when the module cannot be imported, fails
+    on import, or does not define it (``what``: what it should be, for the message)."""
     import importlib
 
-    field = f"{module}:{qualname}"
+    spec = f"{module}:{qualname}"
     try:
         obj: Any = importlib.import_module(module)
     except ImportError as exc:
-        raise ConfigError("policy", field, f"an importable module ({exc})") from None
+        raise ConfigError(field, spec, f"an importable module ({exc})") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (the user's module failed: say how)
-        raise ConfigError("policy", field, f"a module that imports without an error (it "
+        raise ConfigError(field, spec, f"a module that imports without an error (it "
                           f"raised {type(exc).__name__}: {exc})") from None
     for part in qualname.split("."):
         if not hasattr(obj, part):
-            raise ConfigError("policy", field, f"a class or factory defined in {module}")
+            raise ConfigError(field, spec, f"{what} defined in {module}")
         obj = getattr(obj, part)
+    return obj
+
+
+def source_digest(obj: Any) -> str:
+    """``"@DIGEST"``: a digest of a class's (or function's) source, which a spec of the
+    user's carries so that the configuration changes when the code does; ``""`` when it
+    has no source (built in C, compiled, or typed at a bare prompt)."""
+    try:
+        source = inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+    return f"@{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+
+
+def load_custom(module: str, qualname: str) -> Any:
+    """The class (or zero-argument factory) ``module:qualname`` names; a ConfigError
+    naming the policy when it cannot be imported."""
+    obj = import_named("policy", module, qualname, "a class or factory")
     if not callable(obj):
-        raise ConfigError("policy", field, "a policy class or zero-argument factory")
+        raise ConfigError("policy", f"{module}:{qualname}",
+                          "a policy class or zero-argument factory")
     return obj
 
 
@@ -872,12 +892,7 @@ def spec_of(policy: Any) -> str:
         )
     if load_custom(module, qualname) is not policy:
         raise ConfigError("policy", policy, f"the object named {module}:{qualname}")
-    spec = f"{module}:{qualname}"
-    try:
-        source = inspect.getsource(policy)
-    except (OSError, TypeError):  # no source (built in C, or typed at a bare prompt)
-        return spec
-    return f"{spec}@{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+    return f"{module}:{qualname}{source_digest(policy)}"
 
 
 def format_spec(name: str, values: dict[str, Any]) -> str:

@@ -67,28 +67,44 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
 def inputs(config: Mapping[str, Any]) -> str:
     """A digest of the user's files a run of ``config`` reads besides its configuration
     (``""`` when it reads none): the source file of a policy class of the user's
-    (``policy = "MODULE:CLASS"``: the whole module, whatever the class calls in it) and
-    the session file of the wsesslog workload (``workload_file``).  A sweep puts it in
-    each run's key (:func:`acceptsim.sim.sweep.run_key`), so that an edited file is a new
-    run, never a cached or resumed one."""
+    (``policy = "MODULE:CLASS"``: the whole module, whatever the class calls in it), that
+    of a server of the user's (``server = "MODULE:CLASS"``) and the session file of the
+    wsesslog workload (``workload_file``).  A sweep puts it in each run's key
+    (:func:`acceptsim.sim.sweep.run_key`), so that an edited file is a new run, never a
+    cached or resumed one."""
     import hashlib
-    import importlib.util
 
     from acceptsim.models import policies
+    from acceptsim.models.servers import registry
 
     parts = []
     custom = policies.custom_spec(str(config.get("policy", "")))
     if custom is not None:
-        spec = importlib.util.find_spec(custom[0]) if custom[0] != "__main__" else None
-        origin = getattr(spec, "origin", None)
-        if origin and Path(origin).is_file():
-            parts.append(b"policy\0" + Path(origin).read_bytes())
+        parts += _module_source(b"policy", custom[0])
+    server = registry.custom_spec(str(config.get("server", "")))
+    if server is not None:
+        parts += _module_source(b"server", server[0])
     workload_file = config.get("workload_file")
     if workload_file:
         parts.append(b"workload_file\0" + Path(workload_file).read_bytes())
     if not parts:
         return ""
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def _module_source(field: bytes, module: str) -> list[bytes]:
+    """The source of a module of the user's, as a part of :func:`inputs` (none for a
+    notebook's ``__main__``, or a module without a source file)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module) if module != "__main__" else None
+    except (ImportError, ValueError):  # the configuration's check names the module
+        return []
+    origin = getattr(spec, "origin", None)
+    if origin and Path(origin).is_file():
+        return [field + b"\0" + Path(origin).read_bytes()]
+    return []
 
 
 def check_work(point: Mapping[str, Any], force: bool = False) -> Work:

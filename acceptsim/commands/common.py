@@ -18,7 +18,9 @@ def add_point_arguments(p: argparse.ArgumentParser, duration_s: int) -> None:
     """The run every candidate accept-limit shares (read by :func:`base_point`), the
     ladder of candidates and the parallel jobs: arguments of ``search`` and ``oracle``."""
     d = default_text  # RunConfig's own defaults
-    p.add_argument("--server", default=None, help=f"server (default {d('server')})")
+    p.add_argument("--server", default=None, help=f"server (default {d('server')}; "
+                   "`acceptsim servers` lists them), or MODULE:CLASS, a server of yours (see "
+                   "`run --help`)")
     p.add_argument("--workload", default=None, help=f"workload (default {d('workload')})")
     p.add_argument("--rate", required=True, help="target connection rate per second")
     p.add_argument("--rate-profile", default=None, help="time-varying rate (see `run --help`)")

@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
     d = default_text  # every default below is RunConfig's own (models/config.py)
     p.add_argument("--server", default=None, help="server architecture: "
                    + ", ".join(SERVERS) + f" (default {d('server')}; `acceptsim servers` "
-                   "describes each)")
+                   f"describes each), or {SERVER_CLASS}")
     p.add_argument("--accept-limit", default=None, help="accept-limit: an integer >= 1 or inf "
                    f"(default {d('accept_limit')})")
     p.add_argument("--workload", default=None, help="workload: " + ", ".join(WORKLOADS)
@@ -109,6 +109,10 @@ def add_parser(subparsers: Any) -> None:
 
 #: the time series' interval when ``--plot`` asks for one and ``--timeseries`` is not given
 PLOT_INTERVAL_S = 0.5
+
+#: ``--server``'s other form, in every command that takes it
+SERVER_CLASS = ("MODULE:CLASS, a server of yours (a Server subclass, or a ServerSpec, "
+                "importable from MODULE: docs/howto/add_server.md)")
 
 
 def add_force_argument(p: argparse.ArgumentParser) -> None:

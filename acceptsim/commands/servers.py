@@ -9,7 +9,7 @@ from typing import Any
 from acceptsim.models.config import default_text
 from acceptsim.models.kernel import PROFILE_SUMMARIES, PROFILES, KernelProfile
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
-from acceptsim.models.servers.registry import SERVERS
+from acceptsim.models.servers.registry import SERVERS, custom_spec
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import summary_of
@@ -63,7 +63,8 @@ def add_parser(subparsers: Any) -> None:
         "servers", help="list the servers, workloads and kernel profiles (one line each), or "
         "show one's parameters with units and defaults")
     p.add_argument("name", nargs="?", default=None,
-                   help="a server, workload or kernel profile: show its parameters")
+                   help="a server, workload or kernel profile: show its parameters (a "
+                   "server of yours too: MODULE:CLASS)")
     p.add_argument("--format", default="table", choices=("table", "json"))
     p.set_defaults(main=main)
 
@@ -85,6 +86,10 @@ def main(args: argparse.Namespace) -> int:
         return 0
     found = [(section, e) for section, es in entries.items() for e in es
              if e["name"] == args.name]
+    if not found and custom_spec(args.name) is not None:  # a server of the user's
+        spec = SERVERS.resolve(args.name)
+        found = [("servers", {"name": args.name, "summary": spec.summary,
+                              "params": spec.params.describe(), "wakeups": list(spec.wakeups)})]
     if not found:
         names = [e["name"] for es in entries.values() for e in es]
         raise ConfigError("name", args.name, "a server, workload or kernel profile: "

@@ -18,6 +18,7 @@ import pandas as pd
 from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import runner
+from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.files import atomic_path
@@ -50,6 +51,10 @@ def add_parser(subparsers: Any) -> None:
                    help="run every point under this accept policy too (repeatable: a "
                    "dimension of the sweep): a built-in spec (aimd:decrease=0.7) or a policy "
                    "class of yours, MODULE:CLASS[:key=value,...]")
+    p.add_argument("--server", action="append", default=[], metavar="SERVER",
+                   help="run every point on this server too (repeatable: a dimension of the "
+                   "sweep): a built-in one (`acceptsim servers`) or a server of yours, "
+                   "MODULE:CLASS (a Server subclass or ServerSpec)")
     p.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="replace a swept list, e.g. --vary rate_per_s=20000,24000 (repeatable)")
     p.add_argument("--detect-warmup", action="store_true",
@@ -100,6 +105,12 @@ def main(args: argparse.Namespace) -> int:
         if "policy" in vary:
             raise ConfigError("--policy", args.policy[0], "not together with --vary policy=...")
         vary["policy"] = [spec.strip() for spec in args.policy]
+    if args.server:
+        if "server" in vary:
+            raise ConfigError("--server", args.server[0], "not together with --vary server=...")
+        vary["server"] = [name.strip() for name in args.server]
+        for name in vary["server"]:  # a bad one is named as given, not as the scenario's
+            SERVERS.resolve(name)
     replications = (
         parse_int("replications", args.replications) if args.replications is not None else None
     )
@@ -115,6 +126,11 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--metric", args.metric, "a measure of the runs (e.g. "
                           "reply_rate_per_s), not a configuration column")
     scenario = runner.load_scenario(args.scenario)
+    linked = [k for k in scenario.sweep if "+" in k and "server" in k.split("+")]
+    if args.server and linked:  # the new dimension would override the linked one's servers
+        raise ConfigError("--server", args.server[0], f"left out with a scenario whose sweep "
+                          f"links the server to other fields ({linked[0]}): a scenario of "
+                          "your own names your server there")
     report.check_spec(scenario)  # a [plot] or [[expect]] reproduce would refuse: before any run
     out = Path(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
     started = time.perf_counter()
