@@ -13,17 +13,15 @@ from typing import Any
 from acceptsim.models import multicore, policies, record
 from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.config import RunConfig
-from acceptsim.models.kernel import ListenSocket
 from acceptsim.models.latency import ResponseTimes
 from acceptsim.models.multicore import Workers, sum_dicts
 from acceptsim.models.progress import advance
 from acceptsim.models.series import TimeSeries
-from acceptsim.models.servers.base import ServerHost
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.tcp import SendPath
 from acceptsim.models.work import estimate_work
 from acceptsim.models.workloads import WORKLOADS
-from acceptsim.sim.cpu import Cpu, SharedBandwidth
+from acceptsim.sim.cpu import Bandwidth, Cpu
 from acceptsim.sim.engine import Environment
 from acceptsim.sim.streams import Streams
 
@@ -55,13 +53,11 @@ class Host:
             quota_s = config.cpu_quota * config.cpu_period_s
             # the kernel notices a used-up quota at its scheduler tick (sim.cpu.Bandwidth)
             tick_s = config.kernel.sched_tick_s
-            if config.workers > 1 and config.cpu_quota_scope == "server":
-                group = SharedBandwidth(self.cpus[: config.workers], quota_s, config.cpu_period_s,
-                                        tick_s)
-                self.limits = [group]
-            else:  # each worker's cgroup has the quota
-                self.limits = [cpu.limit(quota_s, config.cpu_period_s, tick_s)
-                               for cpu in self.cpus[: config.workers]]
+            # one cgroup for the server's workers, or one per worker
+            workers = self.cpus[: config.workers]
+            groups = [workers] if config.cpu_quota_scope == "server" else [[c] for c in workers]
+            self.limits = [Bandwidth(group, quota_s, config.cpu_period_s, tick_s)
+                           for group in groups]
         workload_cls, _ = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
         client_params = ClientParams(
@@ -79,24 +75,12 @@ class Host:
         )
         server_params = config.build_server_params()
         self.custom_policy = policy
-        if config.cpus == 1 and config.workers == 1:  # the paper's uniprocessor host
-            self.listen = ListenSocket(
-                env, self.cpu, config.listen_costs(), config.kernel, server_params.backlog,
-                self.client,
-            )
-            #: every listening socket (one per worker with reuseport)
-            self.listens = [self.listen]
-            self.client.connect(self.listen)
-            self.policy = policy = self.policy_for_worker(policy)
-            host = ServerHost(env, self.cpu, self.listen, self.client, config.costs)
-            self.server = spec.cls(host, server_params, policy)
-            #: the workers (the server itself on one)
-            self.workers = [self.server]
-        else:
-            self.listens, self.workers = multicore.build(self, spec, server_params, policy)
-            self.listen = self.listens[0]
-            self.policy = self.workers[0]._policy
-            self.server = self.workers[0] if len(self.workers) == 1 else Workers(self.workers)
+        #: every listening socket (one per worker with reuseport), and the workers (the
+        #: server itself on one); one CPU is the case cpus = workers = 1 of the same wiring
+        self.listens, self.workers = multicore.build(self, spec, server_params, policy)
+        self.listen = self.listens[0]
+        self.policy = self.workers[0]._policy
+        self.server = self.workers[0] if len(self.workers) == 1 else Workers(self.workers)
         # what the server calls: the policy it bound to a live view of itself when built
         # (worker 0's, with several)
         self.bound = self.workers[0].policy
@@ -132,16 +116,6 @@ class Host:
 
     def snapshot(self) -> dict[str, Any]:
         """The counters a window is measured by, now (:func:`acceptsim.models.record.measure`)."""
-        if len(self.cpus) == 1:
-            listen = self.listen
-            return {
-                "cpu": self.cpu.usage(),
-                "server": self.server.counters(),
-                "drops": listen.drop_counts(),
-                "cookies_sent": listen.cookies_sent,
-                "cfs": self.cpu.bandwidth.counters() if self.cpu.bandwidth else {},
-                "links": self.client.tx.link_busy(),
-            }
         per_cpu = [cpu.usage() for cpu in self.cpus]
         limits = [limit.counters() for limit in self.limits]
         return {

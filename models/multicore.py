@@ -265,9 +265,10 @@ def processors(env: Environment, categories: Iterable[str], config: RunConfig) -
 def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tuple[
     list[ListenSocket], list[Server]
 ]:
-    """The listening sockets and the workers of ``host``, a host of several CPUs (its
-    ``cpus`` made, its clients not yet connected): returns the sockets (one, or one per
-    worker) and the workers, worker i on CPU i.  ``policy``: the run's own policy (a
+    """The listening sockets and the workers of ``host`` (its ``cpus`` made, its clients
+    not yet connected), for any number of CPUs and workers (the paper's uniprocessor host
+    is one CPU, one worker, one socket): returns the sockets (one, or one per worker) and
+    the workers, worker i on CPU i.  ``policy``: the run's own policy (a
     class or factory, called once per worker), or None for ``config.policy``."""
     config = host.config
     env, client, cpus = host.env, host.client, host.cpus

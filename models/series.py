@@ -90,8 +90,7 @@ class TimeSeries:
         self._limited = [cpu for cpu in cpus if cpu.bandwidth is not None]
         limits: dict[int, Any] = {}
         for cpu in self._limited:
-            limit = getattr(cpu.bandwidth, "group", cpu.bandwidth)  # a shared group's member
-            limits.setdefault(id(limit), limit)
+            limits.setdefault(id(cpu.bandwidth), cpu.bandwidth)
         self._limits = list(limits.values())
         #: the listening sockets (each once), found at the first sample, when every worker
         #: is built

@@ -48,8 +48,8 @@ the task owes (``distribute_cfs_runtime`` gives a throttled cfs_rq
 ``-runtime_remaining + 1`` from the new quota and unthrottles it only once that
 is positive), so a long overrun keeps the task throttled for whole periods.  With
 ``tick_s`` 0 the limit is enforced exactly, at the instant the quota runs out.
-See :class:`Bandwidth`; :class:`SharedBandwidth` is one limit shared by the tasks
-of several CPUs (a cgroup holding several workers).
+See :class:`Bandwidth`: one class for a task alone and for a cgroup of several
+workers' tasks (one CPU is the case of one task, so the two cannot disagree).
 """
 
 from __future__ import annotations
@@ -98,8 +98,10 @@ class Cpu:
         self.task_end = INF
         self._task: Task | None = None
         self._category: str | None = None
-        #: the task's CFS bandwidth limit, if any (:meth:`limit`)
+        #: the CFS bandwidth limit of the task's cgroup, if any (:meth:`limit`), and the
+        #: task's place in it (its index in ``Bandwidth.cpus``)
         self.bandwidth: Bandwidth | None = None
+        self.bandwidth_slot = 0
         #: how long a sleeping task waits to run once woken (:meth:`wake`): the wake-up's
         #: inter-processor interrupt and the switch in, on an idle processor (s)
         self.wake_latency_s = 0.0
@@ -120,8 +122,7 @@ class Cpu:
         ticks every ``tick_s`` (0: exactly; see :class:`Bandwidth`)."""
         if self.bandwidth is not None:
             raise RuntimeError("this Cpu's task is already limited")
-        self.bandwidth = Bandwidth(self, quota_s, period_s, tick_s)
-        return self.bandwidth
+        return Bandwidth([self], quota_s, period_s, tick_s)
 
     # -- kernel side ------------------------------------------------------
     def interrupt(self, cost: float) -> None:
@@ -147,7 +148,8 @@ class Cpu:
         (kernel work charged meanwhile delays it further).  Under a bandwidth limit
         (:meth:`limit`) a throttled task becomes runnable when its next period starts."""
         if self.task_end == INF and self._task is not None:
-            if self.bandwidth is not None and self.bandwidth.hold_wake():
+            bandwidth = self.bandwidth
+            if bandwidth is not None and bandwidth.hold_wake(self.bandwidth_slot):
                 return
             now = self.clock.now
             free = self.kernel_free_at
@@ -165,7 +167,7 @@ class Cpu:
         if self.task_end != INF or self._task is None:
             return False
         bandwidth = self.bandwidth
-        return bandwidth is None or not bandwidth.holds_wake()
+        return bandwidth is None or not bandwidth.holds_wake(self.bandwidth_slot)
 
     def cold_cost(self, idle_s: float) -> float:
         """CPU seconds a task resumed after ``idle_s`` of idle processor is charged
@@ -218,9 +220,13 @@ class Core:
 
     Kernel work on the processor (:meth:`Context.interrupt`, charged to its first
     Context) delays whichever task runs.  Under a CFS limit shared by the Contexts
-    (:class:`SharedBandwidth`, one cgroup) a throttle puts the running task back behind
-    the waiting ones, and when the period ends the first waiting task runs (the one that
-    ran has used more virtual time than the ones that waited).  Under a limit of its
+    (a :class:`Bandwidth` holding every task on it, one cgroup) a throttle cuts the
+    running task and nothing runs until the period pays what the group owes; then the
+    first waiting task runs.  A task cut after it used its slice waits behind the others
+    (it has used more virtual time than the ones that waited); one cut within its slice
+    keeps its turn and runs first (its deadline, set when it was picked, is still the
+    earliest).  The quota is noticed at a tick before the slice is (the slice's check runs
+    after the tick's other events: ``Environment.call_late_at``).  Under a limit of its
     own (:meth:`Cpu.limit`, a cgroup per worker) a throttled task gives the processor to
     the next one and waits for it again, behind the others, once a period has paid what
     it overran.
@@ -240,7 +246,8 @@ class Core:
         self.running: Context | None = None
         #: runnable Contexts waiting for the processor, in the order they will run
         self.queue: deque[Context] = deque()
-        #: a CFS throttle holds the processor (SharedBandwidth): nothing is picked
+        #: a CFS throttle of all its tasks holds the processor (Bandwidth): nothing is
+        #: picked
         self.held = False
         #: involuntary switches: a task taken off the processor at a tick
         self.preemptions = 0
@@ -303,9 +310,12 @@ class Core:
         ctx.idle_before = start - self._idle_at if self._idle else 0.0
         self._idle = False
         self.running = ctx
-        self._slice_start = ctx.task_seconds()
-        if ctx.bandwidth is not None:  # it uses its quota from now: a check when it may
-            ctx.bandwidth.started()  # run out
+        # (a task that kept its turn through a throttle goes on with its slice)
+        self._slice_start = ctx.task_seconds() - ctx.slice_used
+        ctx.slice_used = 0.0
+        bandwidth = ctx.bandwidth
+        if bandwidth is not None:  # it uses its quota from now: a check when it may run out
+            bandwidth.started(ctx.bandwidth_slot)
         if ctx.parked:
             ctx.parked = False
             category = ctx.parked_category
@@ -354,7 +364,9 @@ class Core:
         at = self._last_tick(now) + self.tick_s
         if at <= now:  # (now is a tick's instant, which the division put a tick early)
             at += self.tick_s
-        self.env.call_at(at, self._tick)
+        # after the tick's other accounting of that instant (a CFS quota noticed used up
+        # at the tick throttles the running task before its slice is looked at)
+        self.env.call_late_at(at, self._tick)
 
     def _tick(self, _: object) -> None:
         self._ticking = False
@@ -369,15 +381,26 @@ class Core:
         elif not self._ticking:
             self._schedule_tick()
 
-    # -- a CFS throttle of the group (SharedBandwidth) ------------------------------------
+    # -- a CFS throttle of every task on the processor (Bandwidth) ----------------------
     def throttle(self) -> None:
         """The cgroup of the processor's tasks is throttled: the running one is cut and
         nothing runs until :meth:`unthrottle`."""
         if self.held:
             return
         self.held = True
-        if self.running is not None:
-            self.preempt(self.running)
+        running = self.running
+        if running is not None:
+            ran = running.task_seconds() - self._slice_start
+            if ran < self.slice_s - _QUOTA_EPS_S:
+                # cut within its slice: it keeps its turn (the earliest deadline of the
+                # tasks, as when it was picked) and the rest of its slice, and runs
+                # first when the throttle ends
+                self.preempt(running, wait=False)
+                running.slice_used = ran
+                running.queued = True
+                self.queue.appendleft(running)
+            else:
+                self.preempt(running)
         if not self._idle:  # the processor stands idle while the group is throttled
             self._idle = True
             self._idle_at = self.env.now
@@ -403,6 +426,8 @@ class Context(Cpu):
         self.parked_rest = 0.0
         #: how long the processor stood idle before the task last got it (s)
         self.idle_before = 0.0
+        #: run time of its slice used before a throttle cut it, kept with its turn (s)
+        self.slice_used = 0.0
 
     def interrupt(self, cost: float) -> None:
         """Charge ``cost`` seconds of the processor's kernel work at the current instant:
@@ -443,7 +468,7 @@ class Context(Cpu):
         if core.running is self:  # between bursts (cannot sleep while holding it)
             return
         bandwidth = self.bandwidth
-        if bandwidth is not None and bandwidth.hold_wake():
+        if bandwidth is not None and bandwidth.hold_wake(self.bandwidth_slot):
             return
         core.wake(self)
 
@@ -491,231 +516,93 @@ def budget_after(quota_s: float, left: float) -> float:
 
 
 class Bandwidth:
-    """A CFS bandwidth limit on a :class:`Cpu`'s task (see the module's docstring).
+    """A cgroup's CFS bandwidth limit (see the module's docstring) on the tasks of
+    ``cpus``: one task alone on its processor (:meth:`Cpu.limit`), one worker's cgroup,
+    or one cgroup holding several workers (a container's CPU limit), whose ``quota_s``
+    seconds per period any of them may use.  One rule for one task and for many: when
+    the group has used its quota every task in it is throttled until a period's quota
+    has paid what it overran (the kernel hands the global quota to each CPU in slices,
+    ``sched_cfs_bandwidth_slice_us``; the group here is one pool).
 
-    The instant the quota runs out is found without touching the event loop's
-    hot path: a check is scheduled where the kernel would notice the earliest
-    instant it could run out (now plus the quota left, were the task to run
-    without a break, rounded up to the next scheduler tick); the check measures
-    what the task really used (interrupts and sleeps make it less) and either
-    throttles the task or schedules the next check.  A sleeping task needs no
-    check until it wakes; one that used its quota up before it slept is
-    throttled at its wake-up (the kernel throttles it at the sleep, which holds
-    the wake-up alike).  What a period's use went past its quota is owed: the
-    next period's runtime is the quota less the debt, and a task throttled
-    stays throttled through every period whose quota does not pay it off.  Runtime
-    left unused at a period's end is not carried (the kernel keeps up to
-    ``min_cfs_rq_runtime``, 1 ms, of a cfs_rq's own runtime across a refill: not
-    modelled).
+    The instant the quota runs out is found without touching the event loop's hot
+    path: a check is scheduled where the kernel would notice the earliest instant it
+    could run out (the quota left shared by the tasks running, were they to run without
+    a break from when they can, rounded up to the next scheduler tick); the check
+    measures what the tasks really used (interrupts and sleeps make it less) and either
+    throttles them or schedules the next check.  A task that starts to run while others
+    run makes the quota run out sooner: a new check.  While every task sleeps no check
+    is needed until one wakes; a group that used its quota up before its tasks slept is
+    throttled at the wake-up (the kernel throttles it at the sleep, which holds the
+    wake-up alike).  What a period's use went past its quota is owed: the next period's
+    runtime is the quota less the debt, and a group throttled stays throttled through
+    every period whose quota does not pay it off.  Runtime left unused at a period's end
+    is not carried (the kernel keeps up to ``min_cfs_rq_runtime``, 1 ms, of a cfs_rq's
+    own runtime across a refill: not modelled).
 
-    Counters as in the cgroup's ``cpu.stat``: ``periods`` (periods that
-    ended), ``throttled_periods`` and ``throttled_s`` (time spent throttled).
+    A throttle cuts each running task's burst; what is left of it resumes when the
+    throttle ends, on a processor that stood idle meanwhile, so it runs longer by the
+    processor's cold cost (:meth:`Cpu.cold_cost`).  Tasks that share a processor
+    (:class:`Context`): when the group holds every task on it, the throttle holds its
+    :class:`Core` as a whole; otherwise (a cgroup per worker) a throttled task gives the
+    processor to the next one and waits for it again, behind the others, when the
+    throttle ends.
+
+    Counters as in the cgroup's ``cpu.stat``: ``periods`` (periods that ended),
+    ``throttled_periods`` and ``throttled_s`` (time spent throttled).
     """
-
-    def __init__(self, cpu: Cpu, quota_s: float, period_s: float, tick_s: float = 0.0) -> None:
-        if not 0.0 < quota_s <= period_s:
-            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s={period_s}]")
-        if tick_s < 0.0:
-            raise ValueError(f"tick_s={tick_s} must be at least 0")
-        self.cpu = cpu
-        self.env = env = cpu.env
-        self.quota_s = quota_s
-        self.period_s = period_s
-        #: the scheduler tick at which a used-up quota is noticed (0: at once)
-        self.tick_s = tick_s
-        self.periods = 0
-        self.throttled_periods = 0
-        self.throttled_s = 0.0
-        self.throttled = False
-        self._throttled_at = 0.0
-        self._wake_pending = False  # woken while throttled
-        self._left_on_wake: float | None = None  # quota left when the task slept at a check
-        self._stalled: tuple[str, float] | None = None  # category and work of the cut burst
-        self._generation = 0  # checks scheduled in an earlier period are stale
-        #: the runtime of this period: the quota less what the last ones overran (s)
-        self._budget = quota_s
-        #: the earliest instant the quota could run out, as of the last check scheduled
-        self._out_from = INF
-        self._used_at_start = cpu.task_seconds()
-        env.call_recurring(period_s, lambda: period_s, self._refill)
-        self._arm(env.now, quota_s)
-
-    def counters(self) -> dict[str, float]:
-        """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
-        return cfs_counters(self.periods, self.throttled_periods, self.throttled_s,
-                            self.env.now - self._throttled_at if self.throttled else 0.0)
-
-    def _ready_at(self) -> float:
-        """When the task can next run: now, or when the kernel's backlog is done."""
-        return max(self.cpu.kernel_free_at, self.env.now)
-
-    def _left(self) -> float:
-        """The runtime left in this period (negative: overrun)."""
-        return self._budget - (self.cpu.task_seconds() - self._used_at_start)
-
-    def holds_wake(self) -> bool:
-        """The task was made runnable while throttled: it runs when the period ends."""
-        return self._wake_pending
-
-    def hold_wake(self) -> bool:
-        """Called by :meth:`Cpu.wake` for a sleeping task: True if it must stay
-        asleep (throttled; it wakes when a period pays what it owes)."""
-        if self.tick_s > 0.0 and not self.throttled:
-            left = self._left_on_wake
-            if left is None and self.env.now >= self._out_from:
-                left = self._left()
-            if left is not None and left <= _QUOTA_EPS_S:
-                # it overran its quota, then slept before a tick noticed: the kernel
-                # throttled it at its sleep
-                self._left_on_wake = None
-                self._throttle()
-        if self.throttled:
-            self._wake_pending = True
-            return True
-        self.started()
-        return False
-
-    def started(self) -> None:
-        """The task runs from now (woken, or given its shared processor): a check when
-        its quota may run out."""
-        left = self._left_on_wake
-        if left is not None:
-            self._left_on_wake = None
-            self._arm(self._ready_at(), left)
-
-    def _arm(self, start: float, left: float) -> None:
-        """A check where the kernel notices the quota's end, were the task to run from
-        ``start`` without a break with ``left`` seconds of it."""
-        self._out_from = out = start + (left if left > 0.0 else 0.0)
-        at = noticed_at(out, self.tick_s)
-        self.env.call_at(at if at > start else start, self._check, self._generation)
-
-    def _check(self, generation: int) -> None:
-        if generation != self._generation or self.throttled:
-            return
-        cpu = self.cpu
-        left = self._left()
-        if left > _QUOTA_EPS_S:
-            if cpu.task_end == INF:  # asleep: the quota cannot run out before it wakes
-                self._left_on_wake = left
-            else:
-                self._arm(self.env.now, left)
-            return
-        self._throttle()
-
-    def _throttle(self) -> None:
-        cpu = self.cpu
-        now = self.env.now
-        self.throttled = True
-        self._throttled_at = now
-        self.throttled_periods += 1
-        core = cpu.core
-        if core is not None:  # a task sharing its processor: cut, and the next one runs
-            ctx = cast("Context", cpu)
-            if core.running is ctx:
-                core.preempt(ctx, wait=False)
-                core.dispatch()
-                self._wake_pending = True  # it waits for its Core when the period ends
-            elif ctx.queued:  # (a task waiting uses none of its quota: not reached)
-                core.queue.remove(ctx)
-                ctx.queued = False
-                self._wake_pending = True
-            return  # (asleep: a wake-up meanwhile is held, hold_wake)
-        if cpu.task_end != INF and cpu._category is not None:
-            # cut the running burst: what is left of it runs when the period ends
-            rest = cpu.task_end - self._ready_at()
-            cpu.task_time[cpu._category].used -= rest
-            self._stalled = (cpu._category, rest)
-            cpu.task_end = INF
-        elif cpu.task_end != INF:  # runnable, between bursts: it waits for the period
-            cpu.task_end = INF
-            self._wake_pending = True
-
-    def _refill(self, _: object) -> None:
-        cpu = self.cpu
-        now = self.env.now
-        self.periods += 1
-        self._generation += 1
-        self._left_on_wake = None
-        self._budget = budget_after(self.quota_s, self._left())
-        self._used_at_start = cpu.task_seconds()
-        if self.throttled:
-            if self._budget <= _QUOTA_EPS_S:  # this quota does not pay the debt off
-                self.throttled_periods += 1
-                return
-            self.throttled = False
-            self.throttled_s += now - self._throttled_at
-            start = self._ready_at()
-            if cpu.core is not None:  # it waits for its processor (its cut burst parked)
-                if self._wake_pending:
-                    self._wake_pending = False
-                    cpu.core.enqueue(cast("Context", cpu))
-                    cpu.core.dispatch()
-            elif self._stalled is not None:
-                category, rest = self._stalled
-                self._stalled = None
-                # the cut burst resumes on a processor that stood idle while throttled
-                rest += cpu.cold_cost(now - self._throttled_at)
-                cpu.task_time[category].used += rest
-                cpu._category = category
-                cpu.task_end = start + rest
-            elif self._wake_pending:
-                cpu._category = None
-                cpu.task_end = start
-            self._wake_pending = False
-            self._used_at_start = cpu.task_seconds()
-        if cpu.task_end == INF:
-            self._left_on_wake = self._budget
-        else:
-            self._arm(self._ready_at(), self._budget)
-
-
-class SharedBandwidth:
-    """A CFS bandwidth limit shared by the tasks of several :class:`Cpu` objects: one
-    cgroup holding every worker of a server (a container's CPU limit), whose ``quota``
-    seconds per period any of them may use.  When the group has used its quota every
-    task in it is throttled until a period's quota has paid what it overran (the kernel
-    hands the global quota to each CPU in slices, ``sched_cfs_bandwidth_slice_us``; the
-    group here is one pool).
-
-    The instant the quota runs out is found as :class:`Bandwidth` finds it: a check
-    where the kernel would notice the earliest instant it could (now plus the quota left
-    over the tasks running, at the next tick), and again at every wake-up, which adds a
-    runner; what the group overran is owed, as there.  Each CPU's :attr:`Cpu.bandwidth`
-    is a :class:`SharedBandwidthMember` of the group; :meth:`counters` are the group's."""
 
     def __init__(
         self, cpus: list[Cpu], quota_s: float, period_s: float, tick_s: float = 0.0
     ) -> None:
+        if not cpus:
+            raise ValueError("a CFS limit needs at least one task's Cpu")
         processors = len({id(cpu.core if cpu.core is not None else cpu) for cpu in cpus})
         if not 0.0 < quota_s <= period_s * processors:
-            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s x processors]")
+            raise ValueError(f"quota_s={quota_s} must lie in (0, period_s={period_s} x "
+                             f"{processors} processors]")
         if tick_s < 0.0:
             raise ValueError(f"tick_s={tick_s} must be at least 0")
-        self.cpus = cpus
+        for cpu in cpus:
+            if cpu.bandwidth is not None:
+                raise RuntimeError("a task of the group is already limited")
+        self.cpus = list(cpus)
         self.env = env = cpus[0].env
         self.quota_s = quota_s
         self.period_s = period_s
         #: the scheduler tick at which a used-up quota is noticed (0: at once)
         self.tick_s = tick_s
-        #: the runtime of this period: the quota less what the last ones overran (s)
-        self._budget = quota_s
         self.periods = 0
         self.throttled_periods = 0
         self.throttled_s = 0.0
         self.throttled = False
         self._throttled_at = 0.0
-        #: per CPU (by position): the cut burst's category and rest, and a wake-up held
+        #: several tasks (one alone needs no count of the others running)
+        self._group = len(cpus) > 1
+        #: per task (by its ``Cpu.bandwidth_slot``): its cut burst's category and rest, a
+        #: wake-up held while throttled, and whether the group holds every task of its
+        #: processor (a :class:`Core` then held as a whole by a throttle)
         self._stalled: list[tuple[str, float] | None] = [None] * len(cpus)
         self._wake_pending: list[bool] = [False] * len(cpus)
-        self._generation = 0
-        self._used_at_start = self._used()
+        members = {id(cpu) for cpu in cpus}
+        self._whole_core: list[bool] = [
+            cpu.core is not None and all(id(c) in members for c in cpu.core.contexts)
+            for cpu in cpus
+        ]
+        #: the runtime left when a check found every task asleep: the next task to run
+        #: arms the next check with it
+        self._left_on_wake: float | None = None
+        self._generation = 0  # checks scheduled in an earlier period are stale
+        #: the runtime of this period: the quota less what the last ones overran (s)
+        self._budget = quota_s
+        #: the earliest instant the quota could run out, as of the last check scheduled
+        self._out_from = INF
         for i, cpu in enumerate(cpus):
-            if cpu.bandwidth is not None:
-                raise RuntimeError("a Cpu of the group is already limited")
-            cpu.bandwidth = SharedBandwidthMember(self, i)
+            cpu.bandwidth = self
+            cpu.bandwidth_slot = i
+        self._used_at_start = self._used()
         env.call_recurring(period_s, lambda: period_s, self._refill)
-        self._schedule(0)
+        runners = self._runners()
+        self._arm(env.now, quota_s, runners if runners > 0 else 1)
 
     def counters(self) -> dict[str, float]:
         """``periods``, ``throttled_periods`` and ``throttled_s`` as of now."""
@@ -723,48 +610,82 @@ class SharedBandwidth:
                             self.env.now - self._throttled_at if self.throttled else 0.0)
 
     def _used(self) -> float:
+        """Processor seconds the group's tasks have used up to now."""
+        if not self._group:
+            return self.cpus[0].task_seconds()
         return sum(cpu.task_seconds() for cpu in self.cpus)
 
     def _left(self) -> float:
-        """The group's runtime left in this period (negative: overrun)."""
+        """The runtime left in this period (negative: overrun)."""
         return self._budget - (self._used() - self._used_at_start)
 
-    def _schedule(self, extra_runners: int, left: float | None = None) -> None:
-        """A check at the earliest instant the quota could run out, if a task runs
-        (``left``: the runtime left now, if the caller has it)."""
-        runners = extra_runners + sum(1 for cpu in self.cpus if cpu.task_end != INF)
-        if runners == 0:  # nothing runs: a wake-up schedules the next check
-            return
-        if left is None:
-            left = self._left()
-        now = self.env.now
-        at = noticed_at(now + max(left, 0.0) / runners, self.tick_s)
-        self.env.call_at(at if at > now else now, self._check, self._generation)
+    def _runners(self) -> int:
+        """The group's tasks running (in a burst, or runnable on their processor)."""
+        return sum(1 for cpu in self.cpus if cpu.task_end != INF)
 
-    def hold_wake(self, index: int) -> bool:
-        """Called when the task of the group's CPU ``index`` is woken: True if it must
-        stay asleep (the group is throttled; it wakes when a period pays what the group
-        owes)."""
-        left = None
-        if not self.throttled and self.tick_s > 0.0:
-            left = self._left()
-            if left <= _QUOTA_EPS_S:
-                self._throttle()  # the group overran, and its tasks slept before a tick
+    def _ready_at(self, slot: int) -> float:
+        """When the task in ``slot`` can next run: now, or when its processor's kernel
+        backlog is done."""
+        return max(self.cpus[slot].kernel_free_at, self.env.now)
+
+    def holds_wake(self, slot: int) -> bool:
+        """The task in ``slot`` was made runnable while throttled: it runs when the
+        throttle ends."""
+        return self._wake_pending[slot]
+
+    def hold_wake(self, slot: int) -> bool:
+        """Called when the sleeping task in ``slot`` is woken: True if it must stay
+        asleep (the group is throttled; it wakes when a period pays what it owes)."""
+        if self.tick_s > 0.0 and not self.throttled:
+            left = self._left_on_wake
+            if left is None and self.env.now >= self._out_from:
+                left = self._left()
+            if left is not None and left <= _QUOTA_EPS_S:
+                # the group overran its quota, then its tasks slept before a tick
+                # noticed: the kernel throttled it at the sleep
+                self._left_on_wake = None
+                self._throttle()
         if self.throttled:
-            cpu = self.cpus[index]
-            if cpu.core is not None:  # a task sharing a processor waits in its Core
-                cpu.core.enqueue(cast("Context", cpu))
+            cpu = self.cpus[slot]
+            if self._whole_core[slot]:  # it waits in its held Core
+                core = cpu.core
+                assert core is not None
+                core.enqueue(cast("Context", cpu))
             else:
-                self._wake_pending[index] = True
+                self._wake_pending[slot] = True
             return True
-        self._schedule(1, left)  # one more runner: the quota may run out sooner
+        self.started(slot)
         return False
+
+    def started(self, slot: int) -> None:
+        """The task in ``slot`` runs from now (woken, or given its shared processor): a
+        check when the quota may run out, if it may run out sooner now."""
+        left = self._left_on_wake
+        if left is not None:  # every task slept since the last check: the first to run
+            self._left_on_wake = None
+            self._arm(self._ready_at(slot), left, 1)
+        elif self._group:
+            others = self._runners()
+            if others > 0:  # one more runner: the quota may run out sooner
+                self._arm(self.env.now, self._left(), others + 1)
+
+    def _arm(self, start: float, left: float, runners: int) -> None:
+        """A check where the kernel notices the quota's end, were ``runners`` tasks to
+        run from ``start`` without a break with ``left`` seconds of it between them."""
+        self._out_from = out = start + (left / runners if left > 0.0 else 0.0)
+        at = noticed_at(out, self.tick_s)
+        self.env.call_at(at if at > start else start, self._check, self._generation)
 
     def _check(self, generation: int) -> None:
         if generation != self._generation or self.throttled:
             return
-        if self._left() > _QUOTA_EPS_S:
-            self._schedule(0)
+        left = self._left()
+        if left > _QUOTA_EPS_S:
+            runners = self._runners()
+            if runners == 0:  # all asleep: the quota cannot run out before one wakes
+                self._left_on_wake = left
+            else:
+                self._arm(self.env.now, left, runners)
             return
         self._throttle()
 
@@ -774,16 +695,28 @@ class SharedBandwidth:
         self._throttled_at = now
         self.throttled_periods += 1
         for i, cpu in enumerate(self.cpus):
-            if cpu.core is not None:  # tasks sharing a processor: its Core holds it
-                cpu.core.throttle()
-                continue
+            core = cpu.core
+            if core is not None:  # a task sharing its processor
+                if self._whole_core[i]:  # every task on it throttled: the Core is held
+                    core.throttle()
+                    continue
+                ctx = cast("Context", cpu)
+                if core.running is ctx:  # cut, and the next task runs
+                    core.preempt(ctx, wait=False)
+                    core.dispatch()
+                    self._wake_pending[i] = True  # it waits for its Core at the end
+                elif ctx.queued:  # (a task waiting uses none of the quota: not reached)
+                    core.queue.remove(ctx)
+                    ctx.queued = False
+                    self._wake_pending[i] = True
+                continue  # (asleep: a wake-up meanwhile is held, hold_wake)
             if cpu.task_end != INF and cpu._category is not None:
-                free = cpu.kernel_free_at
-                rest = cpu.task_end - (free if free > now else now)
+                # cut the running burst: what is left of it runs when the throttle ends
+                rest = cpu.task_end - self._ready_at(i)
                 cpu.task_time[cpu._category].used -= rest
                 self._stalled[i] = (cpu._category, rest)
                 cpu.task_end = INF
-            elif cpu.task_end != INF:  # runnable between bursts: waits for the period
+            elif cpu.task_end != INF:  # runnable, between bursts: it waits for the period
                 cpu.task_end = INF
                 self._wake_pending[i] = True
 
@@ -791,6 +724,7 @@ class SharedBandwidth:
         now = self.env.now
         self.periods += 1
         self._generation += 1
+        self._left_on_wake = None
         self._budget = budget_after(self.quota_s, self._left())
         self._used_at_start = self._used()
         if self.throttled:
@@ -800,42 +734,33 @@ class SharedBandwidth:
             self.throttled = False
             self.throttled_s += now - self._throttled_at
             for i, cpu in enumerate(self.cpus):
-                if cpu.core is not None:
-                    cpu.core.unthrottle()
+                core = cpu.core
+                if core is not None:  # it waits for its processor (its cut burst parked)
+                    if self._whole_core[i]:
+                        core.unthrottle()
+                    elif self._wake_pending[i]:
+                        self._wake_pending[i] = False
+                        core.enqueue(cast("Context", cpu))
+                        core.dispatch()
                     continue
-                free = cpu.kernel_free_at
-                start = free if free > now else now
                 stalled = self._stalled[i]
                 if stalled is not None:
                     self._stalled[i] = None
                     category, rest = stalled
+                    # the cut burst resumes on a processor that stood idle while throttled
+                    rest += cpu.cold_cost(now - self._throttled_at)
                     cpu.task_time[category].used += rest
                     cpu._category = category
-                    cpu.task_end = start + rest
+                    cpu.task_end = self._ready_at(i) + rest
                 elif self._wake_pending[i]:
                     cpu._category = None
-                    cpu.task_end = start
+                    cpu.task_end = self._ready_at(i)
                 self._wake_pending[i] = False
-        self._used_at_start = self._used()
-        self._schedule(0)
-
-
-class SharedBandwidthMember(Bandwidth):
-    """One CPU's place in a :class:`SharedBandwidth` (what :attr:`Cpu.bandwidth` holds)."""
-
-    def __init__(self, group: SharedBandwidth, index: int) -> None:  # noqa: D107
-        # (Bandwidth's own state is not used: the group keeps it)
-        self.group = group
-        self.index = index
-
-    def hold_wake(self) -> bool:
-        return self.group.hold_wake(self.index)
-
-    def started(self) -> None:
-        self.group._schedule(1)  # one more runner: the quota may run out sooner
-
-    def holds_wake(self) -> bool:
-        return self.group._wake_pending[self.index]
-
-    def counters(self) -> dict[str, float]:
-        return self.group.counters()
+            self._used_at_start = self._used()
+        runners = self._runners()
+        if runners == 0:
+            self._left_on_wake = self._budget
+        else:
+            start = min(self._ready_at(i) for i, cpu in enumerate(self.cpus)
+                        if cpu.task_end != INF)
+            self._arm(start, self._budget, runners)

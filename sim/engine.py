@@ -33,16 +33,18 @@ object moved to its next instant, not a new one.
 
 Ties are deterministic: at one instant a task burst ending then completes
 first (of several processors', the lowest-numbered processor's first), then heap
-entries in scheduling order (SimPy's rule).  With one processor the event loop
-is ``Environment._run_until``, the engine's hottest path; with more,
-``Environment._run_until_multi``, which finds the earliest burst end among
-them before every step.
+entries in scheduling order (SimPy's rule).  The event loop is
+``Environment._run_until_multi``, which finds the earliest burst end among the
+processors before every step; a processor alone (the paper's hosts) runs on
+``Environment._run_until``, the same loop specialised to one task, the engine's
+hottest path (bit-identical results, fewer instructions: tests/test_engine.py).
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import os
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -59,6 +61,9 @@ if TYPE_CHECKING:
 
 #: SimPy's priority for ordinary events
 NORMAL: Final = 1
+#: a priority after every ordinary event of the same instant (the scheduler's slice check
+#: at a tick, which sees what the tick's other accounting did: sim.cpu.Core)
+LATE: Final = 2
 
 
 # What an :class:`Entry` does when its instant comes (its ``kind``):
@@ -348,6 +353,17 @@ class TimerLane:
         fn(timer.value)
 
 
+#: run every host on the general loop (:meth:`Environment._run_until_multi`), one CPU
+#: too: set by :func:`general_loop_only`, or by ``ACCEPTSIM_GENERAL_LOOP=1`` in the
+#: environment (``tools/instructions.py --general-loop`` counts both loops)
+_GENERAL_LOOP_ONLY: list[bool] = [os.environ.get("ACCEPTSIM_GENERAL_LOOP", "") == "1"]
+
+
+def general_loop_only(on: bool) -> None:
+    """Run one-CPU hosts on the general loop as well (``on``), or on their own again."""
+    _GENERAL_LOOP_ONLY[0] = on
+
+
 class Environment(simpy.Environment):
     """A SimPy environment that also drives the host's processors
     (:class:`~acceptsim.sim.cpu.Cpu`, numbered in the order they were attached)."""
@@ -426,6 +442,17 @@ class Environment(simpy.Environment):
         """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
         return self.clock.call_at(at, fn, value)
 
+    def call_late_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
+        """Call ``fn(value)`` at the absolute time ``at`` (not in the past), after every
+        ordinary event of that instant (priority :data:`LATE`)."""
+        clock = self.clock
+        if at < clock.now:
+            raise ValueError(f"at={at} lies before the current time {clock.now}")
+        call = Entry(at, LATE, clock.seq, CALL, fn, value)
+        clock.seq += 1
+        heap_push(clock.heap, call)
+        return call
+
     def step(self) -> None:
         """Process the next event, as SimPy's ``step`` (also for the engine's own
         entries)."""
@@ -485,8 +512,10 @@ class Environment(simpy.Environment):
         return None
 
     def _loop(self, at: float) -> None:
-        """The event loop for this host's processors, to ``at``."""
-        if len(self.cpus) > 1 or self.cpus and self.cpus[0].core is not None:
+        """The event loop for this host's processors, to ``at``: the general loop, or on
+        one processor of its own the one-CPU loop, which gives bit-identical results
+        (tests/test_engine.py) in fewer instructions per event."""
+        if _GENERAL_LOOP_ONLY[0] or len(self.cpus) > 1 or self.cpus[0].core is not None:
             self._run_until_multi(at)
         else:
             self._run_until(at)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import BLOCK, Cpu, Environment
+from acceptsim.sim.cpu import Bandwidth
 from acceptsim.sim.errors import ConfigError
 
 
@@ -221,3 +222,36 @@ def test_a_quota_below_the_load_caps_the_server_and_throttles_it() -> None:
 def test_bad_quota_settings_are_refused_by_name(field: str, value: float) -> None:
     with pytest.raises(ConfigError, match=field):
         RunConfig(**{field: value})
+
+
+@pytest.mark.parametrize(
+    "layout", ["alone", "a group, the other CPU idle", "a group, the other task asleep"])
+def test_a_cut_burst_resumes_cold_whoever_holds_the_quota(layout: str) -> None:
+    """One CPU under 2 ms per 10 ms, 3 ms bursts, a 200 us cold cost, 1 s: every burst
+    cut by a throttle resumes cold, whether the quota is the task's own (Cpu.limit) or a
+    group's with another CPU whose task never runs or sleeps throughout; so all finish
+    the same bursts.  (Two quota classes, one for one
+    CPU and one for several, once gave 60 and 66 here: only one charged the cold cost.)"""
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    cpu.cold_s, cpu.cold_tau_s = 200e-6, 0.0
+    ends: list[float] = []
+
+    def bursts():
+        while True:
+            yield "work", 3e-3
+            ends.append(env.now)
+
+    cpu.start(bursts())
+    if layout == "alone":
+        cpu.limit(2e-3, 1e-2)
+    else:
+        other = Cpu(env, ["work"])
+        if layout.endswith("asleep"):
+            other.start(iter([BLOCK]))
+        Bandwidth([cpu, other], 2e-3, 1e-2)
+    env.run(until=1.0)
+    # per 10 ms period 2 ms of quota; each throttle cuts a burst, whose rest resumes 200
+    # us longer: 100 periods give 200 ms, of which 99 cuts' cold costs take 19.8 ms
+    assert cpu.usage()["work"] == pytest.approx(0.2, abs=1e-9)
+    assert len(ends) == math.floor((0.2 - 99 * 200e-6) / 3e-3)  # 60

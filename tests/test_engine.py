@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -360,3 +361,32 @@ def test_a_failed_simpy_event_nobody_handles_stops_the_run_and_a_defused_one_doe
     failed.defused = True
     env.run()
     assert not failed.ok and isinstance(failed.value, ValueError)
+
+
+@pytest.mark.parametrize("fields", [
+    {"server": "userver", "rate_per_s": 24000.0},
+    {"server": "tux", "workload": "specweb99", "rate_per_s": 4000.0},
+    {"server": "knot", "rate_per_s": 24000.0, "accept_limit": 50},
+    {"server": "nginx", "kernel": "linux-modern", "rate_per_s": 5000.0, "cpu_quota": 0.05,
+     "cpu_period_s": 0.02, "costs": {"wakeup_cold_s": 2e-4}},
+    {"server": "haproxy", "kernel": "linux-modern", "rate_per_s": 3000.0, "cpu_quota": 0.05,
+     "cpu_period_s": 0.02, "accept_limit": "inf"},
+], ids=lambda f: f["server"])
+def test_the_one_cpu_loop_gives_the_general_loops_records(fields: dict) -> None:
+    """A processor alone runs on the event loop specialised to one task
+    (Environment._run_until); the general loop (_run_until_multi) gives the very same
+    record, field for field, to the last bit (only the simulator's own timing differs)."""
+    from acceptsim.sim import engine
+
+    config = RunConfig.from_dict({"duration_s": 0.5, "warmup_s": 0.1, "seed": 5, **fields})
+    timing = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
+    one = simulate(config)
+    engine.general_loop_only(True)
+    try:
+        general = simulate(config)
+    finally:
+        engine.general_loop_only(False)
+    for record in (one, general):
+        for name in timing:
+            record.pop(name, None)
+    assert json.dumps(general, default=repr) == json.dumps(one, default=repr)

@@ -412,20 +412,20 @@ def test_a_quota_beyond_its_cgroup_s_cpus_is_refused(fields: dict, words: str) -
 def test_the_group_gets_its_quota_and_a_period_at_most_its_tick_overruns_more(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The kernel notices the group's used-up quota at a tick (sim.cpu.SharedBandwidth):
+    """The kernel notices the group's used-up quota at a tick (sim.cpu.Bandwidth):
     in a period the group uses at most its quota and what its 4 CPUs ran on to the next
     tick, and each overrun is paid from the next periods' quotas, so over the run it
     uses at most its quota per period (the debt left at the end at most one overrun)."""
     from acceptsim.sim import cpu as cpu_module
 
     used: list[float] = []
-    refill = cpu_module.SharedBandwidth._refill
+    refill = cpu_module.Bandwidth._refill
 
     def watched(self, value):  # type: ignore[no-untyped-def]
         used.append(self._used() - self._used_at_start)
         refill(self, value)
 
-    monkeypatch.setattr(cpu_module.SharedBandwidth, "_refill", watched)
+    monkeypatch.setattr(cpu_module.Bandwidth, "_refill", watched)
     _busy_run(cpu_quota=1.5)
     tick = RunConfig().kernel.sched_tick_s
     quota = 1.5 * 0.01

@@ -8,6 +8,7 @@ difference in instructions over the difference in connection attempts
 leaves out start-up (imports, set-up, results).
 
     python tools/instructions.py [--servers userver,tux,knot] [--accept-limit L] [--rate R]
+                                 [--general-loop]
 
 Needs ``valgrind`` on the PATH; prints JSON ``{"<server>": instructions, ...}``.
 Takes about half a minute per server.
@@ -40,7 +41,8 @@ FIXED_ADDRESSES = (
 
 
 def count(
-    server: str, duration_s: float, accept_limit: str | None, rate: str | None = None
+    server: str, duration_s: float, accept_limit: str | None, rate: str | None = None,
+    general_loop: bool = False,
 ) -> tuple[int, int]:
     """(instructions, simulated connection attempts) of one bench run under valgrind."""
     args = ["bench", "--servers", server, "--duration", str(duration_s)]
@@ -59,7 +61,8 @@ def count(
             # BLAS threads spin for a while after start-up, for as long as the wall clock
             # says, so their count grew with the machine's load (Knot 12,700 alone, 14,800
             # beside a test run): one thread, none spinning
-            env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
+            env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1",
+                 "ACCEPTSIM_GENERAL_LOOP": "1" if general_loop else ""},
         )  # fmt: skip
     refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
     if refs is None:
@@ -73,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", default="userver,tux,knot")
     parser.add_argument("--accept-limit", default=None)
     parser.add_argument("--rate", default=None, help="target rate (default: the bench's)")
+    parser.add_argument("--general-loop", action="store_true",
+                        help="run one-CPU hosts on the general event loop too (to compare "
+                        "with the one-CPU loop they run on otherwise)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="count each server this many times and report the median "
                         "(repeats agree within about 1 per cent with setarch, up to 6 per "
@@ -85,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         per_attempt = []
         for _ in range(max(args.repeat, 1)):
             (i0, c0), (i1, c1) = (
-                count(server, d, args.accept_limit, args.rate) for d in DURATIONS_S
+                count(server, d, args.accept_limit, args.rate, args.general_loop)
+                for d in DURATIONS_S
             )
             per_attempt.append((i1 - i0) / (c1 - c0))
         result[server] = round(statistics.median(per_attempt))
