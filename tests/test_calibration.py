@@ -72,9 +72,11 @@ def test_specweb_tux_limit_1_beats_inf_at_peak() -> None:
         ("userver", math.inf),
         pytest.param("userver", 1, marks=pytest.mark.xfail(
             strict=True, reason="issue 31: the userver's one-packet limit 1 at 30,000/s is "
-            "deep in its collapse (10,823 replies/s); its SPECweb99-like limit 1 serves "
-            "12,157 at 30,000 requests/s (4,167 connections/s); docs/design.md gives the "
-            "arithmetic and the numbers that would settle it")),
+            "deep in its collapse, below what its SPECweb99-like limit 1 serves; no rule of "
+            "2.4's send path closes the gap, and which side is off needs the paper's "
+            "SPECweb99-like reply rates or the testbed's fd-unavail counts (docs/design.md, "
+            "\"Replies larger than a packet\"); numbers and arithmetic: docs/design_log.md, "
+            "\"Replies larger than a packet: each mechanism's effect, and the limit-1 miss\"")),
         ("tux", 1),
         ("tux", math.inf),
     ],

@@ -89,8 +89,10 @@ def test_client_timeouts_within_a_factor_of_two(report: dict) -> None:
     assert checked >= 13
 
 
-@pytest.mark.xfail(strict=True, reason="unlimited at the edge of saturation: one repeat in "
-                   "three stays collapsed, the model never enters the collapse (METASTABLE)")
+@pytest.mark.xfail(strict=True, reason="unlimited at the edge of saturation the real HAProxy "
+                   "is metastable: a repeat that falls into the collapse stays there, while "
+                   "the model never enters it (METASTABLE); numbers: "
+                   "tests/data/measured/README.md, haproxy-loopback-quotas")
 def test_the_metastable_collapse_at_the_edge_of_saturation() -> None:
     runs = [load_run(d) for d in find_runs(DATA / "quota-0.05-period-20ms")
             if "-maxaccept-inf-rate-000800-" in d.name]

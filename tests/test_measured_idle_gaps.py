@@ -80,10 +80,10 @@ def test_a_reply_costs_more_the_longer_the_cpu_stood_idle_before_it() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "up to 1,000/s the measured worker sleeps 1.00 times per connection, the model's 2.00: "
-    "after each reply the model's nginx waits for the client's FIN, which on loopback "
-    "arrives while the real one is still finishing the request (logging it); at 2,000 "
-    "and 4,000/s measured 0.52 and 0.39, the model 2.00 and 1.33"))
+    "the model's worker sleeps twice per connection where the real one sleeps once or "
+    "less: after each reply the model's nginx waits for the client's FIN, which on "
+    "loopback arrives while the real one is still finishing the request (logging it); "
+    "numbers: tests/data/measured/README.md, nginx-loopback-idle-gaps"))
 @pytest.mark.parametrize("rate", RATES)
 def test_the_worker_sleeps_as_often_as_measured(rate: float) -> None:
     measured = np.mean([m[1] for m in measured_at(rate)])
@@ -91,9 +91,9 @@ def test_the_worker_sleeps_as_often_as_measured(rate: float) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "after 10 ms idle a reply costs nginx 226 us measured (3 repeats, 212-233), the "
-    "model's 146 us, and after 4 ms 175 against 129: the cold cost (wakeup_cold_s) is "
-    "measured by a microbenchmark whose state is a few kilobytes; nginx's is larger"))
+    "after a long idle a reply costs nginx more than the model charges: the cold cost "
+    "(wakeup_cold_s) is measured by a microbenchmark whose state is a few kilobytes; "
+    "nginx's is larger; numbers: tests/data/measured/README.md, nginx-loopback-idle-gaps"))
 @pytest.mark.parametrize("rate", [100.0, 250.0])
 def test_after_a_long_idle_a_reply_costs_what_it_measured(rate: float) -> None:
     measured = np.mean([m[0] for m in measured_at(rate)])

@@ -81,11 +81,11 @@ def test_without_nginx_1_21_6s_re_adding_the_shared_socket_would_be_far_off() ->
 #: the one point where the means differ by more than 10 points and two standard errors
 MUTEX_MISS = (2, 2000.0)
 MUTEX_MISS_WHY = (
-    "the busier worker's mean share 0.831 measured (repeats 0.69, 0.80, 1.00), 0.57 "
-    "simulated (seeds 0.50-0.62): at 2,000/s the two workers sit at the edge of their "
-    "group's saturation, where the model's share swings with request_s (0.72 with the "
-    "33.0 us fitted before the quota was noticed at the tick, 0.57 with the 34.1 us "
-    "refitted after) as much as the measured repeats swing; the other nine points agree"
+    "the edge of saturation: at 2,000/s the two workers sit at the edge of their group's "
+    "saturation, where who holds the accept mutex when the quota runs out decides each "
+    "period and the model's busier-worker share swings with request_s as much as the "
+    "measured repeats swing; the other nine points agree; numbers: "
+    "tests/data/measured/README.md, nginx-loopback-workers"
 )
 
 
