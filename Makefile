@@ -5,11 +5,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# the hot path mypyc compiles (sim/native.py's COMPILED): rebuilt when one of them changes
-HOT := $(shell $(PYTHON) sim/native.py)
+# the hot path mypyc compiles (acceptsim/sim/native.py's COMPILED): rebuilt when one of them changes
+HOT := $(addprefix acceptsim/,$(shell $(PYTHON) acceptsim/sim/native.py))
 NATIVE := $(VENV)/.native
 
-.PHONY: run test check test-slow bench bench-instructions lint clean build docs notebook
+.PHONY: run test check test-slow test-docs bench bench-instructions lint clean build docs notebook
 
 # install (compiling the hot path with mypyc when a C compiler is present: setup.py)
 $(STAMP): pyproject.toml setup.py
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP) $(NATIVE)
 
-# recompile the hot path after an edit (until then its Python sources run: sim/native.py);
+# recompile the hot path after an edit (until then its Python sources run: acceptsim/sim/native.py);
 # not when the build already matches the sources (as right after the install)
 $(NATIVE): $(STAMP) $(HOT)
 	$(BIN)/python -W ignore -c "from acceptsim.sim import native; raise SystemExit(not native.is_compiled())" \
@@ -31,7 +31,8 @@ run: $(NATIVE)
 	$(BIN)/acceptsim reproduce --out out
 
 # on every core (pytest-xdist), each test module on one worker: its module-wide fixtures
-# (the documentation build) are made once
+# are made once; everything but the slow checks, the benchmarks and the documentation
+# build (pyproject.toml's -m; `make test-docs`)
 test: $(NATIVE)
 	$(BIN)/python -m pytest -n auto --dist loadscope
 
@@ -49,6 +50,11 @@ check: $(NATIVE)
 test-slow: $(NATIVE)
 	$(BIN)/python -m pytest -m slow
 
+# the documentation site built as `make docs` builds it (into a temporary folder), with
+# every notebook executed, and checked (tests/test_docs.py; .ci/run runs it after `make test`)
+test-docs: $(NATIVE)
+	$(BIN)/python -m pytest -m docs tests/test_docs.py
+
 bench: $(NATIVE)
 	$(BIN)/python -m pytest -m bench -s
 
@@ -60,7 +66,7 @@ bench-instructions: $(NATIVE)
 docs: $(NATIVE)
 	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
-# JupyterLab on notebooks/ (the `notebooks` extra: JupyterLab and ipywidgets, installed
+# JupyterLab on docs/notebooks/ (the `notebooks` extra: JupyterLab and ipywidgets, installed
 # into .venv on first use)
 NOTEBOOKS := $(VENV)/.notebooks
 $(NOTEBOOKS): $(STAMP)
@@ -68,12 +74,12 @@ $(NOTEBOOKS): $(STAMP)
 	touch $(NOTEBOOKS)
 
 notebook: $(NATIVE) $(NOTEBOOKS)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab docs/notebooks
 
 lint: $(STAMP)
-	$(BIN)/ruff check sim models acceptsim tests tools setup.py
+	$(BIN)/ruff check acceptsim tests tools setup.py
 
 clean:
 	rm -rf $(VENV) out build docs/_build docs/jupyter_execute docs/_generated
-	find sim models -name '*.so' -delete
+	find acceptsim -name '*.so' -delete
 	rm -f acceptsim/_hot__mypyc*.so

@@ -1,7 +1,7 @@
 """Build acceptsim; compile its simulation hot path with mypyc where a C compiler is present.
 
 Everything else about the package is declared in ``pyproject.toml``.  The
-modules compiled are listed in ``sim/native.py`` (``COMPILED``).  Without a
+modules compiled are listed in ``acceptsim/sim/native.py`` (``COMPILED``).  Without a
 working C compiler, or with ``ACCEPTSIM_PURE_PYTHON=1`` set while installing,
 the install still succeeds and the Python sources run (``acceptsim --version``
 says which path is in use).
@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parent
 
 
 def load_native() -> ModuleType:
-    """sim/native.py (standard library only), loaded without importing the package."""
-    spec = importlib.util.spec_from_file_location("_acceptsim_native", ROOT / "sim" / "native.py")
+    """acceptsim/sim/native.py (standard library only), loaded without importing the package."""
+    spec = importlib.util.spec_from_file_location(
+        "_acceptsim_native", ROOT / "acceptsim" / "sim" / "native.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -57,7 +58,7 @@ def write_manifest(directory: Path) -> None:
     """Record each compiled module's source digest beside the build (``sim.native`` compares
     them with the sources at import: an edited source is never run from an older build)."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / NATIVE.MANIFEST).write_text(NATIVE.manifest_text(ROOT))
+    (directory / NATIVE.MANIFEST).write_text(NATIVE.manifest_text(ROOT / NATIVE.PACKAGE))
 
 
 class BuildExt(build_ext):
@@ -72,7 +73,7 @@ class BuildExt(build_ext):
             self.remove_outputs()
             return
         if self.extensions:
-            write_manifest(ROOT / "sim")  # in place (editable installs, a checkout)
+            write_manifest(ROOT / NATIVE.PACKAGE / "sim")  # in place (editable installs)
             write_manifest(Path(self.build_lib) / NATIVE.PACKAGE / "sim")  # in the wheel
 
     def remove_outputs(self) -> None:
@@ -99,8 +100,8 @@ def ext_modules() -> list[object]:
     try:
         from mypyc.build import mypycify
 
-        # compiled through the package's own path (acceptsim/sim is a link to sim/ in a
-        # checkout), so that the modules are named acceptsim.sim.engine, ...
+        # compiled through the package's own path, so that the modules are named
+        # acceptsim.sim.engine, ...
         sources = [f"{NATIVE.PACKAGE}/{path}" for path in NATIVE.COMPILED]
         return mypycify(options + sources, opt_level="3", group_name="acceptsim._hot")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (mypyc exits on a type error)

@@ -4,7 +4,7 @@ Build (from the repository root, with the package and its ``docs`` extra install
 
     sphinx-build -b html docs docs/_build/html
 
-The notebooks in ``notebooks/`` (linked as ``docs/notebooks``) are executed at
+The notebooks in ``docs/notebooks/`` are executed at
 build time, at small scale; ``-D nb_execution_mode=off`` skips that.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("ACCEPTSIM_NOTEBOOK_SCALE", "small")
 os.environ.pop("MPLBACKEND", None)
 # autodoc must import the Python sources: the mypyc-compiled hot-path modules keep no
-# docstrings (sim/native.py lists them).  The choice is made once per process, when
+# docstrings (acceptsim/sim/native.py lists them).  The choice is made once per process, when
 # acceptsim.sim is first imported; the notebooks' kernels (other processes) keep the
 # caller's setting, and run the compiled path where there is one (identical records:
 # tests/test_native.py).

@@ -1,4 +1,4 @@
-"""The accept phase every server runs (models/servers/base.py, AcceptPhase): its limit,
+"""The accept phase every server runs (acceptsim/models/servers/base.py, AcceptPhase): its limit,
 its ends, the failed accept's charge, its counters, and that no server keeps accept
 bookkeeping of its own."""
 
@@ -16,7 +16,7 @@ from acceptsim.models.servers.base import ACCEPT
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.servers.userver import Userver
 
-SERVERS_DIR = Path(__file__).resolve().parents[1] / "models" / "servers"
+SERVERS_DIR = Path(__file__).resolve().parents[1] / "acceptsim" / "models" / "servers"
 
 
 class _Scripted:

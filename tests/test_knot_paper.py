@@ -2,7 +2,7 @@
 
 Peaks are taken the way the Knot costs were fitted
 (``acceptsim calibrate-paper knot``):
-best reply rate over the target rates of scenarios/knot_one_packet.toml, 8 s runs with
+best reply rate over the target rates of acceptsim/scenarios/knot_one_packet.toml, 8 s runs with
 3 s warm-up, seed 1.  Limit 100's target is the brief's "a slightly higher peak than
 limit 1", taken as 12,500.
 """

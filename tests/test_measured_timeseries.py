@@ -27,14 +27,13 @@ from acceptsim.measure.series import (
     TIMESERIES_FILE,
     LogLine,
     bin_replies,
-    compare,
-    mean_table,
     parse_access_line,
     parse_access_log,
     read_timeseries,
     rows_from_samples,
     write_timeseries,
 )
+from acceptsim.measure.series_check import compare, mean_table
 from acceptsim.measure.synthetic import write_run
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1
@@ -365,12 +364,12 @@ def test_validate_timeseries_refuses_what_it_cannot_do_before_simulating(
     synthetic_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import acceptsim.measure.series as series
+    import acceptsim.measure.series_check as series_check
 
     def no_simulation(*args: object, **kwargs: object) -> None:
         raise AssertionError("simulated before the inputs were checked")
 
-    monkeypatch.setattr(series, "simulated_series", no_simulation)
+    monkeypatch.setattr(series_check, "simulated_series", no_simulation)
     # the plot's path is checked first
     assert main(["validate", "--timeseries", str(synthetic_run), "--plot", str(tmp_path)]) == 2
     assert "--plot" in capsys.readouterr().err

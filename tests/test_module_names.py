@@ -1,5 +1,6 @@
-"""One module, one name: from the checkout, ``sim`` and ``models`` are refused with a
-one-line error naming the right import, so no module is ever loaded twice (as
+"""One module, one name: the engine and the domain are folders of the package
+(acceptsim/sim, acceptsim/models), not top-level folders, so from the checkout ``sim``
+and ``models`` are no modules at all and no module is ever loaded twice (as
 ``sim.engine`` beside ``acceptsim.sim.engine``), compiled or from source."""
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled-if-built", "python-sources"])
-def test_a_bare_import_from_the_checkout_is_refused_and_never_loads_a_second_copy(
+def test_a_bare_import_from_the_checkout_finds_nothing_and_never_loads_a_second_copy(
     pure: bool,
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ACCEPTSIM_PURE_PYTHON"}
@@ -54,9 +55,7 @@ def test_a_bare_import_from_the_checkout_is_refused_and_never_loads_a_second_cop
         if "same" in outcome:  # an alias would do too, if it gave the very same module
             assert outcome["same"], bare
             continue
-        message = outcome["refused"]
         package = bare.split(".")[0]
-        assert message.startswith(f"import acceptsim.{package}, not {package}:"), message
-        assert "\n" not in message
+        assert outcome["refused"] == f"No module named '{package}'", outcome
     assert out["loaded_twice"] == []
     assert out["run_config_takes_the_profile"]

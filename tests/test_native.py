@@ -84,7 +84,7 @@ def test_a_source_edited_since_the_build_runs_from_source() -> None:
     """A source that differs from the one compiled must not run as the old build."""
     if not native.is_compiled():
         pytest.skip("no compiled build to make stale")
-    manifest = ROOT / "sim" / native.MANIFEST
+    manifest = ROOT / "acceptsim" / "sim" / native.MANIFEST
     recorded = manifest.read_text()
     digests = json.loads(recorded)
     digests["sim/cpu.py"] = "0" * 64  # as if sim/cpu.py had been edited after the build

@@ -1,6 +1,6 @@
 """The paper's userver results: calibration targets and directions (slow: `make test-slow`).
 
-Peaks are taken the way the costs were fitted (see ``models/costs.py``):
+Peaks are taken the way the costs were fitted (see ``acceptsim/models/costs.py``):
 best reply rate over target rates 17k..25k, 8 s runs with 3 s warm-up.
 """
 

@@ -41,7 +41,7 @@ def test_make_notebook_installs_the_notebooks_extra_and_opens_the_notebooks() ->
     assert {"jupyterlab", "ipywidgets"} <= names
     plan = subprocess.run(["make", "-n", "notebook"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout
-    assert ".[dev,notebooks]" in plan and "jupyter lab notebooks" in plan
+    assert ".[dev,notebooks]" in plan and "jupyter lab docs/notebooks" in plan
     assert "make notebook" in (ROOT / "README.md").read_text()
 
 
@@ -49,7 +49,7 @@ def test_every_notebook_cell_has_an_id() -> None:
     """nbformat 4.5 cells carry ids (without, nbformat warns, and will refuse)."""
     import json
 
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in sorted((ROOT / "docs" / "notebooks").glob("*.ipynb")):
         notebook = json.loads(path.read_text())
         assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5), path.name
         missing = [i for i, cell in enumerate(notebook["cells"]) if "id" not in cell]

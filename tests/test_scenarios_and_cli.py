@@ -14,7 +14,8 @@ from acceptsim.models.experiment import RunConfig
 from acceptsim.models.runner import scenarios as available
 from acceptsim.sim import scenario
 
-SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.toml"))
+SCENARIOS = sorted(
+    (Path(__file__).resolve().parents[1] / "acceptsim" / "scenarios").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])

@@ -1,4 +1,4 @@
-"""Replies larger than a segment (models/tcp.py): each mechanism, and what a run shows
+"""Replies larger than a segment (acceptsim/models/tcp.py): each mechanism, and what a run shows
 of it with the mechanism switched off (a parameter that takes it away)."""
 
 from __future__ import annotations

@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: what the build reads (acceptsim/ links to sim/, models/ and scenarios/)
-SOURCES = ("acceptsim", "sim", "models", "scenarios", "setup.py", "pyproject.toml",
-           "README.md", "LICENSE")
+#: what the build reads
+SOURCES = ("acceptsim", "setup.py", "pyproject.toml", "README.md", "LICENSE")
 
 
 def build_wheel(tmp: Path, compiled: bool) -> Path:

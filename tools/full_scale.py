@@ -2,7 +2,7 @@
 
 The documentation site and the tests run every notebook small (seconds each); a small
 run shows how an analysis is done but is too short to conclude from.  This tool runs
-each notebook of ``notebooks/`` at full scale (``ACCEPTSIM_NOTEBOOK_SCALE`` unset) and
+each notebook of ``docs/notebooks/`` at full scale (``ACCEPTSIM_NOTEBOOK_SCALE`` unset) and
 writes the executed notebook to ``docs/full_scale/``, where the site shows it as it is
 (not executed again), with ``docs/full_scale/manifest.json`` recording the digest of the
 notebook's cells it ran.  ``check`` fails when a notebook changed since its full-scale
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
+NOTEBOOKS = ROOT / "docs" / "notebooks"
 OUT = ROOT / "docs" / "full_scale"
 MANIFEST = OUT / "manifest.json"
 #: a notebook whose result is the same at every scale (it reads measured runs): no copy

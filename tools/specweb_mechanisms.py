@@ -1,4 +1,4 @@
-"""What each mechanism of the send path (models/tcp.py) does to the SPECweb99-like curves.
+"""What each mechanism of the send path (acceptsim/models/tcp.py) does to the SPECweb99-like curves.
 
 For each server and accept-limit, the reply rate at each target request rate with the
 mechanisms added one at a time (docs/design.md, "Replies larger than a packet"):

@@ -11,7 +11,7 @@ from typing import Any
 
 from acceptsim.config_io import load_measurements, load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
-from acceptsim.measure import series
+from acceptsim.measure import series_check
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.sim.errors import ConfigError, is_user_file
@@ -223,11 +223,11 @@ def validate_timeseries(args: argparse.Namespace, runs: list[MeasuredRun], costs
     if len(runs) != 1:
         raise ConfigError("--timeseries", " ".join(args.runs),
                           f"exactly one run directory (these hold {len(runs)} runs)")
-    comparison = series.compare(runs[0], costs, seed=parse_int("seed", args.seed))
+    comparison = series_check.compare(runs[0], costs, seed=parse_int("seed", args.seed))
     if args.plot:
-        series.plot_comparison(comparison, Path(args.plot))
+        series_check.plot_comparison(comparison, Path(args.plot))
     if args.format == "json":
-        print(json.dumps(json_safe(series.comparison_record(comparison)), indent=2))
+        print(json.dumps(json_safe(series_check.comparison_record(comparison)), indent=2))
         return 0
     print(f"{comparison.run}: means over {len(comparison.measured)} measured and "
           f"{len(comparison.simulated)} simulated intervals of {comparison.interval_s:g} s")

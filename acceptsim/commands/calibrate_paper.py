@@ -2,7 +2,7 @@
 
 The problems (what each fits, to which of the paper's numbers) are in
 :mod:`acceptsim.models.calibration`; this command runs one and prints its values and
-residuals.  ``--write`` records them in ``models/calibration_results.toml``, which is
+residuals.  ``--write`` records them in ``acceptsim/models/calibration_results.toml``, which is
 part of the sources: it is written only in a source checkout, never into an installed
 copy of the package.
 """
@@ -56,8 +56,9 @@ def parse_jobs(text: str | None) -> int | None:
 def check_writable_results(path: Path) -> None:
     """Refuse to write the results file outside a source checkout: in an installed copy
     it would change the package's data under site-packages, where no one reviews it."""
-    root = path.resolve().parent.parent
-    if not ((root / "pyproject.toml").is_file() and (root / "models" / path.name).is_file()):
+    root = path.resolve().parents[2]  # (acceptsim/models/NAME in a checkout)
+    checkout = (root / "pyproject.toml").is_file()
+    if not (checkout and (root / "acceptsim" / "models" / path.name).is_file()):
         raise ConfigError(
             "--write", str(path.resolve()),
             "a results file in a source checkout of acceptsim (this one is an installed "

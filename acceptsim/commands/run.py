@@ -28,7 +28,7 @@ def add_parser(subparsers: Any) -> None:
         "run", help="simulate one configuration", epilog=record_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    d = default_text  # every default below is RunConfig's own (models/config.py)
+    d = default_text  # every default below is RunConfig's own (acceptsim/models/config.py)
     p.add_argument("--server", default=None, help="server architecture: "
                    + ", ".join(SERVERS) + f" (default {d('server')}; `acceptsim servers` "
                    f"describes each), or {SERVER_CLASS}")

@@ -45,6 +45,7 @@ from acceptsim.measure.counters import deltas, read_counters
 from acceptsim.measure.errors import ParseError, read_text
 from acceptsim.measure.httperf import HttperfReport, read_httperf
 from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
+from acceptsim.measure.series import TIMESERIES_FILE, read_timeseries
 
 HTTPERF_FILE = "httperf.txt"
 #: a run's per-worker request counts (several workers): ``pid,requests`` lines, in the
@@ -71,8 +72,6 @@ class MeasuredRun:
         interval, checked by ``acceptsim.measure.series.read_timeseries`` (a
         ParseError names the file, line, column and value); None for a run recorded
         without one (every run before ``--sample-interval``)."""
-        from acceptsim.measure.series import TIMESERIES_FILE, read_timeseries
-
         path = self.path / TIMESERIES_FILE
         if not path.exists() and not path.is_symlink():
             return None

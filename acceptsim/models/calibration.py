@@ -15,8 +15,8 @@ each accept-limit's *peak* reply rate, and comparing it with the brief's
 section-7 target.  The peak over a grid is a step function of the
 parameters, so the optimiser is derivative-free (``scipy.optimize.minimize``
 with Nelder-Mead) on the sum of squared relative errors.  ``--write``
-records the fitted values and residuals in ``models/calibration_results.toml``;
-copy the values into ``models/costs.py`` defaults (whose ``fitted=`` metadata
+records the fitted values and residuals in ``acceptsim/models/calibration_results.toml``;
+copy the values into ``acceptsim/models/costs.py`` defaults (whose ``fitted=`` metadata
 points here).  The userver's cluster-1 fields are not refitted here.
 
 ``specweb`` fits one workload parameter, the mean client think time between
@@ -75,7 +75,8 @@ class Problem:
     seed: int = 1
 
 
-#: target rates of the Knot fit: the rates of scenarios/knot_one_packet.toml around the peaks
+#: target rates of the Knot fit: the rates of acceptsim/scenarios/knot_one_packet.toml
+#: around the peaks
 KNOT_RATES = (12000, 13000, 14000, 16000, 20000)
 
 PROBLEMS = {

@@ -33,7 +33,7 @@ _FIT_TUX = (
     "cluster 1: 22,998 replies/s at accept-limit 1 and 20,194 at inf (residuals -0.25% and "
     "-1.5%, 8 s runs; the inf peak is its last unsaturated grid rate); see "
     "`acceptsim calibrate-paper tux` and "
-    "models/calibration_results.toml"
+    "acceptsim/models/calibration_results.toml"
 )
 
 _FIT_KNOT = (
@@ -44,7 +44,7 @@ _FIT_KNOT = (
     "Nelder-Mead, 10 evaluations from (6.9 us, 7.6 us, 0.09 us), giving 11,653 (-2.9%), "
     "13,130 (-6.2%) and 13,008 (+4.1%); limits 50 and 100 run identically until accept "
     "phases reach 50 connections, so their peaks cannot be pulled further apart; see "
-    "`acceptsim calibrate-paper knot` and models/calibration_results.toml.  The "
+    "`acceptsim calibrate-paper knot` and acceptsim/models/calibration_results.toml.  The "
     "class default (cluster1, which ran no Knot) is an unfitted estimate"
 )
 
@@ -57,7 +57,8 @@ _FIT_CLIENT = (
     "there (0.088-0.100 us score within 10% of each other).  A select() with a zero "
     "timeout registers on no wait queue, so a fraction of a microsecond per socket (kernel "
     "poll plus httperf's bitmap scan) is what the mechanism predicts.  Cluster 2 is taken to "
-    "have the same client machines (not fitted to Knot); see models/calibration_results.toml"
+    "have the same client machines (not fitted to Knot); see "
+    "acceptsim/models/calibration_results.toml"
 )
 
 #: cluster 2's fitted Knot costs (`acceptsim calibrate-paper knot`)
@@ -99,7 +100,7 @@ class HostCosts(Params):
         ge=0.0,
         doc="send one segment: a SYN-ACK retransmission, the ACK of the client's FIN, and "
         "every segment of a reply but its first (whose transmission is part of request_s, "
-        "tux_send_s, fitted with one-segment replies; models/tcp.py)",
+        "tux_send_s, fitted with one-segment replies; acceptsim/models/tcp.py)",
     )
     # -- server system calls and work -----------------------------------------
     select_base_s: float = param(
@@ -235,7 +236,7 @@ class HostCosts(Params):
         "evicted; charged per work item times the evicted fraction "
         "1 - exp(-connections touched in the phase * conn_footprint_bytes / l2_cache_bytes) "
         "(a shared set-associative L2 misses gradually as a phase's footprint grows, "
-        "see models/servers/tux.py).  Used by TUX",
+        "see acceptsim/models/servers/tux.py).  Used by TUX",
         fitted=_FIT_TUX,
     )
 
@@ -336,7 +337,7 @@ CLUSTER1 = HostCosts()
 
 #: the paper's cluster 2 (Knot): the same 2.4 GHz Xeon with Linux 2.4.19; the kernel
 #: path is taken to cost what it does on cluster 1, and the Knot fields marked fitted
-#: are fitted here (models/calibration_results.toml, section knot)
+#: are fitted here (acceptsim/models/calibration_results.toml, section knot)
 CLUSTER2 = CLUSTER1.replace(
     knot_io_s=KNOT_IO_S,
     knot_listen_poll_s=KNOT_LISTEN_POLL_S,

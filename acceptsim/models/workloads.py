@@ -123,9 +123,9 @@ class SpecWeb99Params(Params):
         fitted="fitted to the paper's +39% of userver accept-limit inf over 1 at 30,000 target "
         "requests/s under the paper's protocol (ratio of reply rates 1.39, mean of seeds 1-2, "
         "two-minute runs from the start; brentq gives 14.498 ms and 1.3899), with replies "
-        "sent as segments through the send buffer and the links (models/tcp.py); 7.1 ms "
+        "sent as segments through the send buffer and the links (acceptsim/models/tcp.py); 7.1 ms "
         "before them (10 s runs).  Without think time the ratio is 1.035; see `acceptsim "
-        "calibrate-paper specweb` and models/calibration_results.toml",
+        "calibrate-paper specweb` and acceptsim/models/calibration_results.toml",
     )
 
 

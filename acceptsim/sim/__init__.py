@@ -12,15 +12,6 @@
   ``sim.sweep(...)`` is :func:`acceptsim.sim.sweep.sweep`.
 """
 
-# One module, one name: with the checkout on the import path the folder sim/ is also
-# importable as ``sim``, which would load every module a second time beside
-# ``acceptsim.sim`` (two sets of classes, compiled and not).  Refused, before anything loads.
-if __name__ != "acceptsim.sim":
-    raise ImportError(
-        f"import acceptsim.sim, not {__name__}: the folder sim/ is the package acceptsim.sim"
-    )
-
-
 from acceptsim.sim import native
 
 native.install()  # compiled hot path or its Python sources: chosen before they are imported

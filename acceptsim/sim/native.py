@@ -34,8 +34,7 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
-#: the modules mypyc compiles, as paths relative to the ``acceptsim`` package (in a
-#: checkout ``acceptsim/sim`` and ``acceptsim/models`` link to the top-level folders)
+#: the modules mypyc compiles, as paths relative to the ``acceptsim`` package
 COMPILED = (
     "sim/engine.py",
     "sim/cpu.py",

@@ -27,7 +27,7 @@ work_pending.  The work queue a policy sees is work_pending.
 What large batches cost
 -----------------------
 With equal per-item costs at every batch size TUX has the same capacity at
-accept-limit 1 and inf (``scenarios/tux_mechanisms.toml``,
+accept-limit 1 and inf (``acceptsim/scenarios/tux_mechanisms.toml``,
 ``tests/test_tux.py``): bursty overflow drops and retransmissions hit both
 limits alike, and LIFO starvation causes no client timeouts because work
 phases last milliseconds against httperf's 10 s timeout.  The mechanism
