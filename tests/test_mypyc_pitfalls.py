@@ -66,4 +66,4 @@ def test_the_check_finds_the_default_that_broke_flash_mp() -> None:
 def test_no_compiled_method_open_to_interpreted_subclasses_has_a_float_default(
     module: str,
 ) -> None:
-    assert _mangled_defaults((ROOT / module).read_text()) == []
+    assert _mangled_defaults((ROOT / "acceptsim" / module).read_text()) == []
