@@ -5,6 +5,10 @@ warning fails it.  The notebooks are executed by the build, at small scale
 (``ACCEPTSIM_NOTEBOOK_SCALE=small``, set by ``docs/conf.py``), as a user runs them:
 no cell may raise, each notebook's page must show its figures, and where a notebook
 prints a conclusion the executed copy must contain it.
+
+Marked ``docs``: ``make test-docs`` runs this module (and ``.ci/run`` after ``make
+test``); ``make test`` leaves it out (pyproject.toml's ``-m``), the build alone takes
+longer than a minute and a half.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.docs
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
 
 #: text each notebook must print (its conclusion), beyond running without error
 EXPECTED = {

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 from fake_cgroupfs import FakeCgroupfs
-from measure_samples import RUN_DIRS
+from measure_samples import RUN_DIRS, RUN_SETS
 
 
-@pytest.fixture(params=RUN_DIRS, ids=[f"{p.parent.name}/{p.name}" for p in RUN_DIRS])
-def run_dir(request: pytest.FixtureRequest) -> Path:
+@pytest.fixture(params=list(RUN_SETS.values()), ids=list(RUN_SETS))
+def run_set(request: pytest.FixtureRequest) -> list[Path]:
+    """The folders of one recorded set of nginx runs (``measure_samples.replay`` checks
+    each, and names every one that fails)."""
     return request.param
 
 

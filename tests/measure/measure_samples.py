@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from acceptsim.measure import find_runs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "measured"
-#: the HAProxy sets: replayed per set (tests/measure/test_haproxy_sets.py), not per folder
+#: the HAProxy sets: replayed per set (tests/measure/test_haproxy_measure.py)
 HAPROXY_SETS = sorted(DATA.glob("haproxy-*/*/"))
 HAPROXY_RUN_DIRS = [d for s in HAPROXY_SETS for d in find_runs(s)]
-#: the nginx runs, each replayed by the per-folder tests
+#: the nginx runs
 RUN_DIRS = [d for d in find_runs(DATA) if d not in set(HAPROXY_RUN_DIRS)]
+#: the nginx runs by recorded set (the folder that holds them, relative to DATA): the
+#: checks of every recorded run replay them one set a test (the ``run_set`` fixture)
+RUN_SETS: dict[str, list[Path]] = {}
+for _run in RUN_DIRS:
+    RUN_SETS.setdefault(_run.parent.relative_to(DATA).as_posix() or ".", []).append(_run)
+
+
+def replay(run_set: list[Path], check: Callable[[Path], object]) -> None:
+    """``check(run_dir)`` on every folder of a recorded set, past any that fails: one
+    assertion names every failing folder, each with what failed in it."""
+    failures = []
+    for run_dir in run_set:
+        try:
+            check(run_dir)
+        except Exception as error:  # an assertion, or a reader's error: name the folder
+            text = str(error).strip().replace("\n", "\n    ")
+            failures.append(f"{run_dir.relative_to(DATA)}: {type(error).__name__}: {text}")
+    assert run_set, "an empty set"
+    assert not failures, (
+        f"{check.__name__}: {len(failures)} of {len(run_set)} folders fail:\n"
+        + "\n".join(failures)
+    )
 
 #: a well-formed single-process httperf 0.9 summary (copied from a real run)
 HTTPERF_ONE = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from measure_samples import RUN_DIRS
+from measure_samples import RUN_DIRS, replay
 
 from acceptsim.measure import ParseError, deltas, parse_counters, read_counters, read_run_info
 from acceptsim.measure.counters import GAUGES, LISTEN_COUNTERS, detect_format
@@ -73,7 +73,11 @@ def test_netstat_s_names_and_phrases() -> None:
     assert values["IpForwarding"] == 1
 
 
-def test_recorded_counter_snapshots_give_non_negative_deltas(run_dir: Path) -> None:
+def test_recorded_counter_snapshots_give_non_negative_deltas(run_set: list[Path]) -> None:
+    replay(run_set, recorded_counter_snapshots_give_non_negative_deltas)
+
+
+def recorded_counter_snapshots_give_non_negative_deltas(run_dir: Path) -> None:
     info = read_run_info(run_dir / "run.toml")
     before = read_counters(run_dir / f for f in info.counters.before)
     after = read_counters(run_dir / f for f in info.counters.after)

@@ -9,10 +9,21 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from measure_samples import HTTPERF_ONE, RUN_DIRS, SESSION_LINES
+from measure_samples import HTTPERF_ONE, RUN_DIRS, SESSION_LINES, replay
 
-from acceptsim.measure import ParseError, parse_httperf, read_httperf, read_run_info
+from acceptsim.measure import ParseError, RunInfo, parse_httperf, read_httperf, read_run_info
 from acceptsim.measure.httperf import HttperfReport
+
+_READ: dict[Path, tuple[RunInfo, list[HttperfReport]]] = {}
+
+
+def recorded(run_dir: Path) -> tuple[RunInfo, list[HttperfReport]]:
+    """A recorded folder's run.toml and httperf.txt, read once for this module's checks
+    (each reads them, none changes them)."""
+    if run_dir not in _READ:
+        _READ[run_dir] = (read_run_info(run_dir / "run.toml"),
+                          read_httperf(run_dir / "httperf.txt"))
+    return _READ[run_dir]
 
 
 def _leaves(obj: object) -> list[object]:
@@ -27,9 +38,12 @@ def test_there_are_recorded_runs_for_both_multi_accept_settings() -> None:
     assert len(RUN_DIRS) >= 10
 
 
-def test_recorded_summaries_parse_every_field(run_dir: Path) -> None:
-    info = read_run_info(run_dir / "run.toml")
-    reports = read_httperf(run_dir / "httperf.txt")
+def test_recorded_summaries_parse_every_field(run_set: list[Path]) -> None:
+    replay(run_set, recorded_summaries_parse_every_field)
+
+
+def recorded_summaries_parse_every_field(run_dir: Path) -> None:
+    info, reports = recorded(run_dir)
     assert len(reports) == info.load.processes
     for r in reports:
         # every numeric field was read (the only optional ones are sessions and burst/connect)
@@ -42,9 +56,13 @@ def test_recorded_summaries_parse_every_field(run_dir: Path) -> None:
         assert float(r.options["timeout"]) == info.load.timeout_s
 
 
-def test_recorded_summaries_are_consistent(run_dir: Path) -> None:
-    info = read_run_info(run_dir / "run.toml")
-    for r in read_httperf(run_dir / "httperf.txt"):
+def test_recorded_summaries_are_consistent(run_set: list[Path]) -> None:
+    replay(run_set, recorded_summaries_are_consistent)
+
+
+def recorded_summaries_are_consistent(run_dir: Path) -> None:
+    info, reports = recorded(run_dir)
+    for r in reports:
         t, e = r.totals, r.errors
         # httperf's own identities
         assert e.total == (
@@ -85,9 +103,12 @@ def test_recorded_summaries_are_consistent(run_dir: Path) -> None:
             assert r.connection_length_replies == pytest.approx(1.0, abs=1e-3)
 
 
-def test_total_connections_are_rate_times_duration(run_dir: Path) -> None:
-    info = read_run_info(run_dir / "run.toml")
-    reports = read_httperf(run_dir / "httperf.txt")
+def test_total_connections_are_rate_times_duration(run_set: list[Path]) -> None:
+    replay(run_set, total_connections_are_rate_times_duration)
+
+
+def total_connections_are_rate_times_duration(run_dir: Path) -> None:
+    info, reports = recorded(run_dir)
     asked = sum(int(r.options["num-conns"]) for r in reports)
     expected = info.load.target_rate_per_s * info.load.duration_s
     assert asked == pytest.approx(expected, rel=0.01)

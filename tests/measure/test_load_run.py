@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from measure_samples import DATA, HTTPERF_ONE, RUN_DIRS
+from measure_samples import DATA, HTTPERF_ONE, RUN_DIRS, replay
 
-from acceptsim.measure import ParseError, find_runs, load_run, to_frame
+from acceptsim.measure import MeasuredRun, ParseError, find_runs, load_run, to_frame
 from acceptsim.sim.errors import ConfigError
 
 #: names shared with the simulator's JSON contract (models/record.py's METRICS, flattened)
@@ -27,16 +27,33 @@ SIMULATOR_NAMES = (
     "connections.timed_out",
 )
 
+_LOADED: dict[Path, MeasuredRun] = {}
 
-def test_record_has_the_simulator_names(run_dir: Path) -> None:
-    record = load_run(run_dir).record()
+
+def loaded(run_dir: Path) -> MeasuredRun:
+    """``load_run(run_dir)`` of a recorded folder, read once for this module's checks
+    (each reads the run, none changes it)."""
+    if run_dir not in _LOADED:
+        _LOADED[run_dir] = load_run(run_dir)
+    return _LOADED[run_dir]
+
+
+def test_record_has_the_simulator_names(run_set: list[Path]) -> None:
+    replay(run_set, record_has_the_simulator_names)
+
+
+def record_has_the_simulator_names(run_dir: Path) -> None:
+    record = loaded(run_dir).record()
     for name in SIMULATOR_NAMES + ("listen_overflows_per_s", "client_limited"):
         assert name in record
 
 
-def test_record_is_consistent(run_dir: Path) -> None:
-    run = load_run(run_dir)
-    r = run.record()
+def test_record_is_consistent(run_set: list[Path]) -> None:
+    replay(run_set, record_is_consistent)
+
+
+def record_is_consistent(run_dir: Path) -> None:
+    r = loaded(run_dir).record()
     assert 0 <= r["reply_rate_per_s"] <= r["connection_rate_per_s"] * (1 + 1e-9)
     assert r["client_timeouts_per_s"] >= 0
     assert r["listen_overflows_per_s"] == r["drops_per_s.listen_overflow"] >= 0
@@ -57,7 +74,7 @@ def test_record_is_consistent(run_dir: Path) -> None:
 
 
 def test_light_load_is_served_in_full() -> None:
-    runs = [load_run(d) for d in RUN_DIRS]  # the nginx runs (HAProxy's: per set)
+    runs = [loaded(d) for d in RUN_DIRS]  # the nginx runs (HAProxy's: per set)
     frame = to_frame(runs)
     # not light: the accept mutex with a cgroup per worker (nginx-loopback-worker-cgroups),
     # where the holder serves nearly everything on its own quota (4 workers: 0.05 CPU)
@@ -75,7 +92,7 @@ def test_light_load_is_served_in_full() -> None:
 
 def test_frame_has_one_row_per_run() -> None:
     dirs = find_runs(DATA)
-    frame = to_frame(load_run(d) for d in dirs)
+    frame = to_frame(loaded(d) for d in dirs)
     assert len(frame) == len(dirs)
     assert set(frame.multi_accept) == {True, False}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from measure_samples import RUN_DIRS
+from measure_samples import RUN_DIRS, RUN_SETS, replay
 
 from acceptsim.measure import parse_run_info, read_run_info
 from acceptsim.measure.runfile import FORMAT
@@ -37,7 +37,11 @@ def test_minimal_file_takes_documented_defaults() -> None:
     assert info.counters.before == ("counters-before.txt",)
 
 
-def test_recorded_files_validate_and_round_trip(run_dir: Path) -> None:
+def test_recorded_files_validate_and_round_trip(run_set: list[Path]) -> None:
+    replay(run_set, recorded_files_validate_and_round_trip)
+
+
+def recorded_files_validate_and_round_trip(run_dir: Path) -> None:
     info = read_run_info(run_dir / "run.toml")
     assert info.server.name == "nginx" and info.server.backlog == 128
     # one worker, or as many as the run's name says (acceptsim measure --workers N)
@@ -139,3 +143,24 @@ def test_unreadable_toml_names_the_file(tmp_path: Path) -> None:
 
 def test_every_recorded_run_has_its_own_file() -> None:
     assert len({p.resolve() for p in RUN_DIRS}) == len(RUN_DIRS)
+
+
+def test_the_sets_hold_every_recorded_run_once() -> None:
+    assert sorted(d for s in RUN_SETS.values() for d in s) == sorted(RUN_DIRS)
+
+
+def test_a_set_replay_names_every_failing_folder() -> None:
+    run_set = RUN_SETS["nginx-loopback"]
+    bad = {run_set[1], run_set[3]}
+
+    def check(run_dir: Path) -> None:
+        assert run_dir not in bad, "a bad folder"
+
+    with pytest.raises(AssertionError) as info:
+        replay(run_set, check)
+    message = str(info.value)
+    assert f"check: 2 of {len(run_set)} folders fail" in message
+    named = [line.split(":")[0] for line in message.splitlines()[1:] if line[:1] != " "]
+    assert named == [f"nginx-loopback/{d.name}" for d in run_set if d in bad]
+    assert message.count("AssertionError: a bad folder") == 2
+    replay(run_set, lambda run_dir: None)  # every folder passes: no assertion
