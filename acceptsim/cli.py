@@ -16,29 +16,30 @@ from collections.abc import Iterator, Sequence
 
 from acceptsim import __version__
 from acceptsim.commands import (
-    bench,
-    calibrate,
-    calibrate_paper,
-    compare,
-    measure,
-    measure_costs,
-    oracle,
-    plot,
-    policies,
-    reproduce,
-    run,
-    search,
-    servers,
-    sweep,
+    cmd_bench,
+    cmd_calibrate,
+    cmd_calibrate_paper,
+    cmd_compare,
+    cmd_measure,
+    cmd_measure_costs,
+    cmd_oracle,
+    cmd_plot,
+    cmd_policies,
+    cmd_reproduce,
+    cmd_run,
+    cmd_search,
+    cmd_servers,
+    cmd_sweep,
 )
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure.parse_errors import ParseError
 from acceptsim.models.policies import PolicyError
 from acceptsim.sim.errors import ConfigError, shorten
 from acceptsim.sim.params import plain_text
 
 COMMANDS = [
-    run, servers, policies, search, compare, oracle, reproduce, sweep, bench, measure,
-    measure_costs, calibrate, calibrate_paper, plot,
+    cmd_run, cmd_servers, cmd_policies, cmd_search, cmd_compare, cmd_oracle, cmd_reproduce,
+    cmd_sweep, cmd_bench, cmd_measure, cmd_measure_costs, cmd_calibrate, cmd_calibrate_paper,
+    cmd_plot,
 ]
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from acceptsim.cli import main
-from acceptsim.commands.bench import CASES, bench, heap_loop, heap_loop_speed
+from acceptsim.commands.cmd_bench import CASES, bench, heap_loop, heap_loop_speed
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.sim import native
 

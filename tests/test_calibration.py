@@ -11,8 +11,8 @@ import math
 
 import pytest
 
+from acceptsim.commands.cmd_search import search_static
 from acceptsim.commands.common import DEFAULT_CANDIDATES
-from acceptsim.commands.search import search_static
 from acceptsim.models import calibration, simulate
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.models.workloads import SpecWeb99Params

@@ -9,7 +9,7 @@ import json
 import pytest
 from test_cli import acceptsim
 
-from acceptsim.commands.servers import catalog
+from acceptsim.commands.cmd_servers import catalog
 from acceptsim.models.kernel import PROFILES
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.workloads import WORKLOADS

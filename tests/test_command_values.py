@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acceptsim.commands.run import parse_assignments
+from acceptsim.commands.cmd_run import parse_assignments
 from acceptsim.models.policies import parse_spec
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import parse_value, split_assignment
@@ -132,7 +132,7 @@ def test_run_leaves_every_default_to_runconfig() -> None:
     """One default per setting: an option left out of ``acceptsim run`` is RunConfig's
     default (its help says which), never a second copy of it in the command line."""
     from acceptsim.cli import build_parser
-    from acceptsim.commands.run import config_from_args
+    from acceptsim.commands.cmd_run import config_from_args
     from acceptsim.models.config import RunConfig, default_text
 
     args = build_parser().parse_args(["run", "--rate", "3000", "--duration", "8"])

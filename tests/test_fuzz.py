@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import acceptsim.models.work as work
 from acceptsim.cli import main
 from acceptsim.measure import load_run
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure.parse_errors import ParseError
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import HostCosts
 from acceptsim.models.policies import POLICIES

@@ -19,9 +19,11 @@ import pytest
 from acceptsim.cli import main
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure.parse_errors import ParseError
 from acceptsim.measure.runfile import parse_run_info
-from acceptsim.measure.series import (
+from acceptsim.measure.synthetic import write_run
+from acceptsim.measure.timeseries_check import compare, mean_table
+from acceptsim.measure.timeseries_csv import (
     NAMES,
     SHARED,
     TIMESERIES_FILE,
@@ -33,12 +35,10 @@ from acceptsim.measure.series import (
     rows_from_samples,
     write_timeseries,
 )
-from acceptsim.measure.series_check import compare, mean_table
-from acceptsim.measure.synthetic import write_run
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.models.experiment import simulate
-from acceptsim.models.series import COLUMNS
+from acceptsim.models.run_series import COLUMNS
 from acceptsim.sim.errors import ConfigError
 
 DATA = Path(__file__).resolve().parent / "data" / "measured"
@@ -364,7 +364,7 @@ def test_validate_timeseries_refuses_what_it_cannot_do_before_simulating(
     synthetic_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import acceptsim.measure.series_check as series_check
+    import acceptsim.measure.timeseries_check as series_check
 
     def no_simulation(*args: object, **kwargs: object) -> None:
         raise AssertionError("simulated before the inputs were checked")

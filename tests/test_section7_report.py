@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acceptsim.commands import reproduce
+from acceptsim.commands import cmd_reproduce as reproduce
 from acceptsim.models import calibration
 
 

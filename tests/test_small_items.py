@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from acceptsim.cli import main
-from acceptsim.commands.search import format_text
+from acceptsim.commands.cmd_search import format_text
 from acceptsim.models import runner
 
 

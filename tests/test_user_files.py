@@ -81,7 +81,7 @@ def test_measured_files_that_contradict_each_other_are_refused(tmp_path: Path) -
     import shutil
 
     from acceptsim.measure import load_run
-    from acceptsim.measure.errors import ParseError
+    from acceptsim.measure.parse_errors import ParseError
 
     data = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback-workers"
     source = next(d for d in sorted(data.rglob("*workers-2*")) if (d / "workers.csv").is_file())
@@ -198,7 +198,7 @@ def test_a_fifo_where_a_file_is_read_is_refused_not_waited_on(tmp_path: Path) ->
     import signal
 
     from acceptsim.measure import load_run
-    from acceptsim.measure.errors import ParseError
+    from acceptsim.measure.parse_errors import ParseError
     from acceptsim.sim.errors import ConfigError
 
     def hung(*_: object) -> None:

@@ -6,8 +6,8 @@ a flat record in the simulator's metric names.
 """
 
 from acceptsim.measure.counters import deltas, parse_counters, read_counters
-from acceptsim.measure.errors import ParseError
 from acceptsim.measure.httperf import HttperfReport, parse_httperf, read_httperf
+from acceptsim.measure.parse_errors import ParseError
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run, load_runs, to_frame
 from acceptsim.measure.runfile import RunInfo, parse_run_info, read_run_info
 

@@ -274,7 +274,7 @@ class Calibration:
         for name, value in self.costs.to_dict().items():
             lines.append(f"{name} = {value!r}")
         if self.measured:
-            from acceptsim.measure.costs import measured_tables
+            from acceptsim.measure.host_costs import measured_tables
 
             lines += ["", measured_tables(self.measured)]
         return "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from acceptsim.measure.errors import ParseError, read_text
+from acceptsim.measure.parse_errors import ParseError, read_text
 
 #: counters whose value is a level, not an accumulated count (no delta makes sense)
 GAUGES = frozenset(

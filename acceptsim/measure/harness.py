@@ -17,7 +17,7 @@ load (``pid,cgroup,nr_periods,nr_throttled,throttled_us,usage_us``, in start ord
 While the load runs, a :class:`Sampler` thread pinned to the clients' CPUs reads the
 kernel's counters, the listening socket's accept queue, nginx's cgroup and the server
 CPU's time every ``--sample-interval``; with nginx's access log (always written, with
-``$msec``) they become the run's ``timeseries.csv`` (:mod:`acceptsim.measure.series`).
+``$msec``) they become the run's ``timeseries.csv`` (:mod:`acceptsim.measure.timeseries_csv`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from acceptsim.measure.runfile import (
     SeriesInfo,
     ServerInfo,
 )
-from acceptsim.measure.series import (
+from acceptsim.measure.timeseries_csv import (
     LOG_FORMAT,
     NETSTAT_COLUMNS,
     TIMESERIES_FILE,
@@ -347,7 +347,8 @@ def nginx_conf(
     """nginx.conf: ``workers`` worker processes, epoll, the given multi_accept, accept_mutex
     and reuseport, one static file; each request logged, buffered, with when it was logged,
     its request time, its worker's pid and its status (``LOG_FORMAT`` of
-    :mod:`acceptsim.measure.series`: the time series' replies and each worker's requests)."""
+    :mod:`acceptsim.measure.timeseries_csv`: the time series' replies and each worker's
+    requests)."""
     access_log = (
         f"log_format timing {LOG_FORMAT};\n"
         f"    access_log {prefix}/logs/access.log timing buffer=64k flush=1s;"
@@ -854,7 +855,7 @@ def parse_cpu_list(text: str) -> list[int]:
 
 
 def read_netstat(proc: Path = PROC) -> dict[str, int]:
-    """The sampled kernel counters (:data:`~acceptsim.measure.series.NETSTAT_COLUMNS`) from
+    """The sampled kernel counters (:data:`~acceptsim.measure.timeseries_csv.NETSTAT_COLUMNS`) from
     ``/proc/net/netstat``, read directly (no nstat process: cheap enough every 100 ms)."""
     wanted = set(NETSTAT_COLUMNS)
     found: dict[str, int] = {}
@@ -957,7 +958,7 @@ class Sampler:
     """Samples the testbed every ``interval_s`` in a thread of its own while the load runs.
 
     ``sources``: name -> a function returning some of the values a sample holds (see
-    :func:`~acceptsim.measure.series.rows_from_samples`).  Each sample records the
+    :func:`~acceptsim.measure.timeseries_csv.rows_from_samples`).  Each sample records the
     time it was taken (``wall_s``, Unix time as nginx's ``$msec``): the actual time,
     the schedule being only its target (a late sample is not made up; the next keeps
     to the schedule).  The first sample is taken when :meth:`start` returns, the last by

@@ -21,10 +21,10 @@ a summary (see ``stat/basic.c`` and ``stat/wsess_stat.c`` in its sources)::
 
 plus, with ``--wsess`` or ``--wsesslog``, the ``Session ...`` lines.  Every
 line of the summary is parsed; a line we do not know, a line we know with
-the wrong shape, or a summary that stops early raises :class:`~acceptsim.measure.errors.ParseError`
-naming the file and the line.  Several summaries may follow each other in
-one file (one per httperf process of a run): each starts at httperf's echo
-of its command line.
+the wrong shape, or a summary that stops early raises
+:class:`~acceptsim.measure.parse_errors.ParseError` naming the file and the line.
+Several summaries may follow each other in one file (one per httperf process of a
+run): each starts at httperf's echo of its command line.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acceptsim.measure.errors import ParseError, read_text
+from acceptsim.measure.parse_errors import ParseError, read_text
 
 NUM = r"(-?nan|-?inf|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)"
 INT = r"(\d+)"

@@ -8,7 +8,7 @@ A run directory holds::
     counters-after.txt     or netstat -s text; file names can be changed in run.toml)
     workers.csv            requests per nginx worker, counted with several workers
     timeseries.csv         the load sampled every --sample-interval (optional; see
-                           acceptsim.measure.series)
+                           acceptsim.measure.timeseries_csv)
 
 :meth:`MeasuredRun.record` gives the metrics under the simulator's names
 (``reply_rate_per_s``, ``connection_rate_per_s``, ``client_timeouts_per_s``,
@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from acceptsim.measure.counters import deltas, read_counters
-from acceptsim.measure.errors import ParseError, read_text
 from acceptsim.measure.httperf import HttperfReport, read_httperf
+from acceptsim.measure.parse_errors import ParseError, read_text
 from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
-from acceptsim.measure.series import TIMESERIES_FILE, read_timeseries
+from acceptsim.measure.timeseries_csv import TIMESERIES_FILE, read_timeseries
 
 HTTPERF_FILE = "httperf.txt"
 #: a run's per-worker request counts (several workers): ``pid,requests`` lines, in the
@@ -69,7 +69,7 @@ class MeasuredRun:
 
     def timeseries(self) -> Any:
         """The run's time series (``timeseries.csv``) as a pandas DataFrame, one row per
-        interval, checked by ``acceptsim.measure.series.read_timeseries`` (a
+        interval, checked by ``acceptsim.measure.timeseries_csv.read_timeseries`` (a
         ParseError names the file, line, column and value); None for a run recorded
         without one (every run before ``--sample-interval``)."""
         path = self.path / TIMESERIES_FILE

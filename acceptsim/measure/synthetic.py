@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from acceptsim.measure.series import NAMES, SHARED, TIMESERIES_FILE, write_timeseries
+from acceptsim.measure.timeseries_csv import NAMES, SHARED, TIMESERIES_FILE, write_timeseries
 from acceptsim.models.config import RunConfig
 
 #: nstat counters written for a simulated run (the ones the record reads)
@@ -120,7 +120,7 @@ def timeseries_rows(
     series: dict[str, list[Any]], config: RunConfig
 ) -> list[dict[str, float | None]]:
     """The simulator's time series (a column each) as ``timeseries.csv`` rows: the columns
-    the two share (:data:`acceptsim.measure.series.SHARED`), each interval exactly
+    the two share (:data:`acceptsim.measure.timeseries_csv.SHARED`), each interval exactly
     ``config.timeseries_interval_s``; the others empty."""
     interval = config.timeseries_interval_s
     rows = []

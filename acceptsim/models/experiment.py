@@ -8,7 +8,7 @@ JSON of ``acceptsim run``).  The pieces live in one module each:
 * :mod:`acceptsim.models.work`: a run's expected work and the bounds on it;
 * :mod:`acceptsim.models.host`: the model wired from a configuration, and its run;
 * :mod:`acceptsim.models.record`: every field of the record, declared once;
-* :mod:`acceptsim.models.series`: the optional time series;
+* :mod:`acceptsim.models.run_series`: the optional time series;
 * :mod:`acceptsim.models.progress`: the progress bar of a long run.
 
 Every command simulates a point through :func:`acceptsim.models.runner.run_point`,
@@ -30,7 +30,7 @@ from acceptsim.models.config import (
 )
 from acceptsim.models.host import Host
 from acceptsim.models.record import METRICS
-from acceptsim.models.series import COLUMNS as TIMESERIES_COLUMNS
+from acceptsim.models.run_series import COLUMNS as TIMESERIES_COLUMNS
 from acceptsim.models.work import (
     FORCE_HINT,
     MAX_ATTEMPTS,

@@ -2,7 +2,7 @@
 socket, the clients, the workload and the server with its accept policy.
 
 :class:`Host` builds the model and runs it; what it measured is read by
-:mod:`acceptsim.models.record`, and its time series by :mod:`acceptsim.models.series`.
+:mod:`acceptsim.models.record`, and its time series by :mod:`acceptsim.models.run_series`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from acceptsim.models.config import RunConfig
 from acceptsim.models.latency import ResponseTimes
 from acceptsim.models.multicore import Workers, sum_dicts
 from acceptsim.models.progress import advance
-from acceptsim.models.series import TimeSeries
+from acceptsim.models.run_series import TimeSeries
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.tcp import SendPath
 from acceptsim.models.work import estimate_work

@@ -7,7 +7,7 @@ connection attempts a run may make), so :class:`ResponseTimes` *folds* it into a
 fixed-size histogram once it holds more than :data:`FOLD_THRESHOLD` values, and empties
 it.  It folds from a timer every :data:`FOLD_EVERY_S` of simulated time, or, when the
 run keeps a time series, from the series' sampler right after it has read the interval's
-response times (:mod:`acceptsim.models.series`), so the series' per-interval percentiles
+response times (:mod:`acceptsim.models.run_series`), so the series' per-interval percentiles
 stay exact.  The list therefore never holds more than the threshold plus one fold
 interval's replies.
 

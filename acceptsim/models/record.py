@@ -300,7 +300,7 @@ METRICS: tuple[Metric, ...] = (
            lambda w: list(w.host.client.series or ()),
            present=lambda w: w.host.client.series is not None),
     Metric("timeseries", "", "the time series, a column each (with timeseries_interval_s > 0; "
-           "acceptsim.models.series.COLUMNS)", "simulator",
+           "acceptsim.models.run_series.COLUMNS)", "simulator",
            lambda w: w.host.timeseries.columns if w.host.timeseries else None,
            present=lambda w: w.host.timeseries is not None),
     Metric("concurrency", "connections", "the closed loop's users (with concurrency > 0)",

@@ -48,7 +48,7 @@ class Work:
 
 
 def timeseries_rows(config: RunConfig) -> float:
-    """The rows of the run's time series (:class:`acceptsim.models.series.TimeSeries`
+    """The rows of the run's time series (:class:`acceptsim.models.run_series.TimeSeries`
     samples at every multiple of the interval up to ``duration_s``); 0 without one."""
     interval = config.timeseries_interval_s
     if not interval > 0:

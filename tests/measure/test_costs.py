@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from acceptsim.config_io import load_measurements, load_params_file
-from acceptsim.measure import costs as mc
+from acceptsim.measure import host_costs as mc
 from acceptsim.measure import load_run
 from acceptsim.measure.calibrate import (
     MEASURED_BOUND_SPREADS,

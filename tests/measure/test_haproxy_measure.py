@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from measure_samples import HAPROXY_RUN_DIRS
 
-from acceptsim.commands.measure import add_parser
-from acceptsim.commands.measure import plan_from_args as _plan_from_args
+from acceptsim.commands.cmd_measure import add_parser
+from acceptsim.commands.cmd_measure import plan_from_args as _plan_from_args
 from acceptsim.measure import load_run
 from acceptsim.measure.calibrate import accept_limit_of, config_for
 from acceptsim.measure.harness import (
@@ -151,7 +151,7 @@ def _limit(value: float) -> str:
 
 
 def test_haproxys_activity_counters_are_read_from_its_stats() -> None:
-    from acceptsim.measure.costs import haproxy_activity, line_fit
+    from acceptsim.measure.host_costs import haproxy_activity, line_fit
 
     stats = ("# show info\nMaxconn: 9987\n# show activity\nthread_id: 1 (1..1)\n"
              "ctxsw: 4\ntasksw: 4\nloops: 2\navg_loop_us: 1\naccepted: 1\n")

@@ -405,7 +405,7 @@ def test_a_runs_worker_counts_give_its_shares_and_its_model(tmp_path: Path) -> N
     assert (config.cpus, config.workers) == (2, 4)
     (run_dir / "run.toml").write_text(text)
     (run_dir / WORKERS_FILE).write_text("pid;requests\n")
-    from acceptsim.measure.errors import ParseError
+    from acceptsim.measure.parse_errors import ParseError
 
     with pytest.raises(ParseError):
         load_run(run_dir)

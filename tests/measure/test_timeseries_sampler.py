@@ -18,7 +18,7 @@ from fake_cgroupfs import make_root
 
 import acceptsim.measure.harness as harness
 from acceptsim.cli import build_parser, main
-from acceptsim.commands.measure import PLAN_DEFAULTS, plan_from_args
+from acceptsim.commands.cmd_measure import PLAN_DEFAULTS, plan_from_args
 from acceptsim.measure import load_run
 from acceptsim.measure.harness import (
     ADDRESS,
@@ -35,7 +35,7 @@ from acceptsim.measure.harness import (
     read_netstat,
     sampler_sources,
 )
-from acceptsim.measure.series import NAMES, TIMESERIES_FILE, parse_access_line
+from acceptsim.measure.timeseries_csv import NAMES, TIMESERIES_FILE, parse_access_line
 from acceptsim.sim.errors import ConfigError
 
 NETSTAT = """\

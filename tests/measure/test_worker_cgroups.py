@@ -47,7 +47,7 @@ def plan(**changes: object) -> Plan:
 
 # -- the option --------------------------------------------------------------------------------
 def test_the_default_scope_is_declared_once_and_is_todays() -> None:
-    from acceptsim.commands.measure import PLAN_DEFAULTS
+    from acceptsim.commands.cmd_measure import PLAN_DEFAULTS
 
     assert PLAN_DEFAULTS["server_cpu_quota_scope"] == "server"
     assert plan(server_cpu_quota=0.1).server_cpu_quota_scope == "server"

@@ -11,7 +11,7 @@ from typing import Any
 
 from acceptsim.config_io import load_measurements, load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
-from acceptsim.measure import series_check
+from acceptsim.measure import timeseries_check as series_check
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.sim.errors import ConfigError, is_user_file

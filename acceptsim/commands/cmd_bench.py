@@ -174,7 +174,7 @@ def write_profile(config: RunConfig, top: int, stream: TextIO) -> None:
     if native.is_compiled():
         code = (
             "import json, sys\n"
-            "from acceptsim.commands.bench import write_profile\n"
+            "from acceptsim.commands.cmd_bench import write_profile\n"
             "from acceptsim.models.experiment import RunConfig\n"
             "write_profile(RunConfig.from_dict(json.loads(sys.argv[1])), int(sys.argv[2]), "
             "sys.stdout)\n"

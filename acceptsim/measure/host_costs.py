@@ -27,7 +27,7 @@ receive processing of the segment sent.
 
 Every value is written with its measurement (mean, spread over repeats, count,
 method) and the host (kernel, CPU model, date), so a parameter file says where
-each number came from; :func:`~acceptsim.measure.costs.to_toml` writes the cost
+each number came from; :func:`~acceptsim.measure.host_costs.to_toml` writes the cost
 fields at top level (a file ``--params`` reads) and the measurements beside them
 under ``[measured]``.
 """

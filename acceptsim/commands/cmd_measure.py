@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from acceptsim.config_io import parse_int, parse_number
-from acceptsim.measure.errors import ParseError
 from acceptsim.measure.harness import (
     DEFAULT_CPU_PERIOD_US,
     DEFAULT_FILE_SIZE_BYTES,
@@ -22,6 +21,7 @@ from acceptsim.measure.harness import (
     Plan,
     measure,
 )
+from acceptsim.measure.parse_errors import ParseError
 from acceptsim.sim.errors import ConfigError
 
 #: the Plan's defaults for the options left out (one declaration: the Plan's fields)

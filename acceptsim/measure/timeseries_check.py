@@ -2,7 +2,7 @@
 validate --timeseries RUN``): both sampled at the run's own interval, their means per
 column over the times both cover, and a figure of the two.
 
-The series' columns and file are :mod:`acceptsim.measure.series`'s; the simulation of a
+The series' columns and file are :mod:`acceptsim.measure.timeseries_csv`'s; the simulation of a
 measured run is :func:`acceptsim.measure.calibrate.config_for`'s.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from acceptsim.measure.calibrate import config_for
 from acceptsim.measure.run import MeasuredRun
-from acceptsim.measure.series import SHARED, TIMESERIES_FILE
+from acceptsim.measure.timeseries_csv import SHARED, TIMESERIES_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +40,7 @@ class Comparison:
     run: str
     #: the measured series (:func:`read_timeseries`)
     measured: pd.DataFrame
-    #: the simulated one (:data:`acceptsim.models.series.COLUMNS`)
+    #: the simulated one (:data:`acceptsim.models.run_series.COLUMNS`)
     simulated: pd.DataFrame
     #: the sampling interval both used (s)
     interval_s: float

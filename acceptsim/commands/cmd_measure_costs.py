@@ -1,6 +1,6 @@
 """``acceptsim measure-costs``: microbenchmarks of the operations the model charges, on
 this host, written as a parameter file whose every value carries its measurement
-(see :mod:`acceptsim.measure.costs`)."""
+(see :mod:`acceptsim.measure.host_costs`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptsim.config_io import parse_int
-from acceptsim.measure import costs as mc
-from acceptsim.measure.errors import ParseError
+from acceptsim.measure import host_costs as mc
 from acceptsim.measure.harness import (
     DEFAULT_FILE_SIZE_BYTES,
     DEFAULT_PORT,
@@ -23,6 +22,7 @@ from acceptsim.measure.harness import (
     HarnessError,
     Plan,
 )
+from acceptsim.measure.parse_errors import ParseError
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.files import atomic_path, check_output_file
 

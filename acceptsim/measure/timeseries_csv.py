@@ -4,7 +4,7 @@
 seconds while the load runs (:class:`acceptsim.measure.harness.Sampler`) and bins
 nginx's access log into the same intervals; this module turns those samples into rows
 (:func:`rows_from_samples`) and writes and reads ``timeseries.csv`` (:data:`COLUMNS`, one
-declaration of its columns with their units).  :mod:`acceptsim.measure.series_check`
+declaration of its columns with their units).  :mod:`acceptsim.measure.timeseries_check`
 compares a measured series with the simulator's for the same run (``acceptsim validate
 --timeseries RUN``).
 
@@ -14,7 +14,7 @@ interval divided by ``interval_s``, ``*_ms`` columns are milliseconds over the i
 ``accept_queue_len`` is the value at the sample.  An empty cell is a value that was not
 measured (no CPU quota: no ``throttled_*`` or ``usage_ms``; a source the sampler could
 not read).  Columns that mean what the simulator's time series means have its names
-(:data:`acceptsim.models.series.COLUMNS`): :data:`SHARED`.
+(:data:`acceptsim.models.run_series.COLUMNS`): :data:`SHARED`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acceptsim.measure.errors import ParseError, read_text
+from acceptsim.measure.parse_errors import ParseError, read_text
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -5,7 +5,7 @@ The rows are sampled by a call the engine makes every interval; the record keeps
 as one list per column (:data:`COLUMNS`).  ``acceptsim.timeseries`` plots them.
 
 Some columns have the names of a measured run's time series
-(``acceptsim.measure.series``, ``timeseries.csv``) because they mean the same:
+(``acceptsim.measure.timeseries_csv``, ``timeseries.csv``) because they mean the same:
 ``reply_rate_per_s``, ``accept_queue_len``, the CFS counters ``throttled_periods``,
 ``throttled_ms`` and ``usage_ms`` (per interval, as ``cpu.stat`` counts them; None
 without a CPU quota), the kernel's ``listen_overflows_per_s`` and
