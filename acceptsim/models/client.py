@@ -154,7 +154,9 @@ class Client:
         self._syn_retries: int = profile.syn_retries
         self.streams = streams  # a server may start a client stream of its own from the same run
         self.workload = workload
-        self.kernel: ListenPath | None = None
+        #: where this client's segments go: the server's listen socket, or the group of
+        #: sockets a SYN's hash picks from (``profile`` is the kernel's settings)
+        self.listen_path: ListenPath | None = None
         # optional workload hooks (see models.workloads.Workload)
         self._start_connection = getattr(workload, "start_connection", None)
         self._think_time = getattr(workload, "think_time", None)
@@ -255,18 +257,18 @@ class Client:
         self.series: list[int] | None = None
         self.series_interval_s = 0.0
 
-    def connect(self, kernel: ListenPath) -> None:
-        """Send this client's segments to ``kernel``, the server's listen socket (or the
-        group of sockets a SYN's hash picks from)."""
-        self.kernel = kernel
+    def connect(self, listen_path: ListenPath) -> None:
+        """Send this client's segments to ``listen_path``, the server's listen socket (or
+        the group of sockets a SYN's hash picks from)."""
+        self.listen_path = listen_path
         # its entry points, bound once: segments are handed to them by the thousand
-        self._kernel_syn = kernel.syn
-        self._kernel_handshake_ack = kernel.handshake_ack
-        self._kernel_bare_ack = kernel.bare_ack
-        self._kernel_first_request = kernel.first_request
-        self._kernel_request = kernel.request_arrives
-        self._kernel_fin = kernel.fin
-        self._kernel_reset = kernel.reset
+        self._kernel_syn = listen_path.syn
+        self._kernel_handshake_ack = listen_path.handshake_ack
+        self._kernel_bare_ack = listen_path.bare_ack
+        self._kernel_first_request = listen_path.first_request
+        self._kernel_request = listen_path.request_arrives
+        self._kernel_fin = listen_path.fin
+        self._kernel_reset = listen_path.reset
 
     def record_series(self, interval_s: float, duration_s: float) -> None:
         """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
@@ -431,7 +433,7 @@ class Client:
             conn.client_dead = True  # socket destroyed; nothing more is sent
             return
         conn.data_rtx += 1
-        self.kernel.retransmitted_segment(conn)  # type: ignore[union-attr]
+        self.listen_path.retransmitted_segment(conn)  # type: ignore[union-attr]
         if conn.state == SYN_RECV:
             rto = min(profile.data_rto_min_s * 2**conn.data_rtx, profile.rto_max_s)
             if self._tick > 0:  # re-armed as this retransmission left (on a tick)

@@ -64,7 +64,7 @@ from acceptsim.models.servers.base import (
     WAKE_MUTEX,
     Server,
     ServerCounters,
-    ServerHost,
+    WorkerWiring,
 )
 from acceptsim.sim.cpu import Context, Core, Cpu
 from acceptsim.sim.errors import ConfigError
@@ -291,7 +291,7 @@ def build(host: Host, spec: ServerSpec, server_params: Any, policy: Any) -> tupl
     workers: list[Server] = []
     for i in range(n):
         listen = listens[i] if reuseport else listens[0]
-        worker_host = ServerHost(env, cpus[i], listen, client, config.costs, i, wakeup)
+        worker_host = WorkerWiring(env, cpus[i], listen, client, config.costs, i, wakeup)
         workers.append(spec.cls(worker_host, server_params, host.policy_for_worker(policy)))
     if wakeup != WAKE_ALONE:
         SharedListen(listens[0], workers, wakeup)

@@ -1,7 +1,7 @@
 """What every server model shares: its wiring to the host, its accept phase, and the
 counters a run reads.
 
-A server is built on a :class:`ServerHost` (environment, CPU, listen socket,
+A server is built on a :class:`WorkerWiring` (environment, CPU, listen socket,
 clients, costs) with its own parameters and its accept policy, sets up its
 own state, then calls :meth:`Server.start`, which binds the policy to it
 (:func:`acceptsim.models.policies.bind`), makes its :class:`AcceptPhase`,
@@ -77,7 +77,7 @@ class RequestBurst:
 
 
 #: how a worker learns that a listening socket it shares with other workers has a
-#: connection (``ServerHost.wakeup``; acceptsim.models.multicore applies the rules)
+#: connection (``WorkerWiring.wakeup``; acceptsim.models.multicore applies the rules)
 WAKE_ALONE: Final = "alone"  # the socket is the worker's own: it is told of every connection
 WAKE_EXCLUSIVE: Final = "exclusive"  # epoll with EPOLLEXCLUSIVE
 WAKE_ALL: Final = "all"  # every waiting worker (select, poll, epoll without EPOLLEXCLUSIVE)
@@ -105,7 +105,7 @@ class DrawnRequestBurst(RequestBurst):
         return (self.category, cost + extra)
 
 
-class ServerHost:
+class WorkerWiring:
     """What a server runs on: the run's environment, its CPU (the one it is pinned to)
     and the host's costs, the listening socket, and the client machines that connect to
     it.  On a multi-core host each worker has its own, with its number (``worker``) and
@@ -343,7 +343,7 @@ class Server:
     #: the server's accept phase (made by :meth:`start`, with the bound policy)
     acceptor: AcceptPhase
 
-    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: Any, policy: AcceptPolicy) -> None:
         self.env = host.env
         self.clock = host.env.clock
         self.cpu = host.cpu
@@ -423,9 +423,9 @@ class Server:
     # -- the record -------------------------------------------------------------------
     def counters(self) -> ServerCounters:
         """Cumulative counters; the run takes differences over its window."""
-        return self.record(self.select_calls, self.work_phases, self.conns_worked)
+        return self.counters_from(self.select_calls, self.work_phases, self.conns_worked)
 
-    def record(
+    def counters_from(
         self, select_calls: int, work_phases: int, conns_worked: int
     ) -> ServerCounters:
         """The counters with the loop's three counts as the server defines them."""

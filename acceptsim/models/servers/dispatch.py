@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acceptsim.models.connection import ACCEPTED, Connection
-from acceptsim.models.servers.base import ServerCounters, ServerHost
+from acceptsim.models.servers.base import ServerCounters, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
 from acceptsim.sim.cpu import BLOCK
@@ -157,7 +157,7 @@ class SelectServer(_Idle, Userver):
     mechanism = "select"
     copy_per_fd_s = 0.0
 
-    def __init__(self, host: ServerHost, params: DispatchParams, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: DispatchParams, policy: AcceptPolicy) -> None:
         self.idle = 0
         self.blocking_calls = 0  # calls that found nothing ready and slept
         self.registered = 0  # wait-queue registrations made

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.filecache import DiskParams, Storage
-from acceptsim.models.servers.base import ServerCounters, ServerHost
+from acceptsim.models.servers.base import ServerCounters, WorkerWiring
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
@@ -194,7 +194,7 @@ class Sped(_FileServing, Userver):
 
     name = "flash-sped"
 
-    def __init__(self, host: ServerHost, params: FlashParams, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: FlashParams, policy: AcceptPolicy) -> None:
         self._setup_files(params, host.env, host.client)
         self._reading = False
         super().__init__(host, params, policy)  # type: ignore[arg-type]
@@ -361,7 +361,7 @@ class MultiProcess(_FileServing, WorkerPool):
     name = "flash-mp"
     shared_cache = False
 
-    def __init__(self, host: ServerHost, params: FlashParams, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: FlashParams, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
         self._setup_files(params, host.env, host.client)
         if self.shared_cache:

@@ -78,7 +78,7 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import RequestBurst, Server, ServerCounters, ServerHost
+from acceptsim.models.servers.base import RequestBurst, Server, ServerCounters, WorkerWiring
 from acceptsim.models.servers.pool import SCHEDULE, PoolWorker
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, Task
@@ -129,7 +129,7 @@ class Knot(Server):
     name = "knot"
     per_connection_threads = False
 
-    def __init__(self, host: ServerHost, params: KnotParams, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: KnotParams, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
         self.runq: deque[_Thread] = deque()  # runnable threads
         self.io_ready: list[_Thread] = []  # their descriptor is ready; the next poll sees it
@@ -381,7 +381,7 @@ class Knot(Server):
     def counters(self) -> ServerCounters:
         """Knot's getevents calls and work phases are its scheduler's polls; a
         connection worked is a request served."""
-        return self.record(self.polls, self.polls, self.requests)
+        return self.counters_from(self.polls, self.polls, self.requests)
 
     def own_counters(self) -> dict[str, float]:
         """The busy threads' integral over time, and where the scheduling time goes."""

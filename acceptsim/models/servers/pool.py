@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
-from acceptsim.models.servers.base import Server, ServerCounters, ServerHost
+from acceptsim.models.servers.base import Server, ServerCounters, WorkerWiring
 from acceptsim.sim.cpu import BLOCK, Task
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class WorkerPool(Server):
 
     has_select = False
 
-    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: Any, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
         # counters (cumulative)
         self.switches = 0
@@ -165,7 +165,7 @@ class WorkerPool(Server):
 
     def counters(self) -> ServerCounters:
         """A pool has no getevents; each request served is a work phase of its own."""
-        return self.record(0, self.requests, self.requests)
+        return self.counters_from(0, self.requests, self.requests)
 
     def own_counters(self) -> dict[str, float]:
         """Context switches between workers."""

@@ -35,7 +35,13 @@ from typing import Any, Final
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
 from acceptsim.models.request_cost import RequestCostParams, request_bursts
-from acceptsim.models.servers.base import ACCEPT, WAKE_BLOCKING, Server, ServerCounters, ServerHost
+from acceptsim.models.servers.base import (
+    ACCEPT,
+    WAKE_BLOCKING,
+    Server,
+    ServerCounters,
+    WorkerWiring,
+)
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import param
@@ -62,7 +68,7 @@ class Prefork(Server):
 
     name = "prefork"
 
-    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: Any, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
         #: the workers blocked in accept() on this worker's listening socket, longest
         #: waiting first (shared by the workers of a shared socket: :meth:`share_waiters`)
@@ -96,7 +102,7 @@ class Prefork(Server):
 
     def counters(self) -> ServerCounters:
         """No getevents; each request served is a work phase of its own."""
-        return self.record(0, self.requests, self.requests)
+        return self.counters_from(0, self.requests, self.requests)
 
     # -- the worker's loop ------------------------------------------------------------------
     def run(self) -> Task:

@@ -21,7 +21,7 @@ class ServerSpec:
     #: the ``--server`` name
     name: str
     #: the server class: built as ``cls(host, params, policy)``
-    #: (``host``: a :class:`acceptsim.models.servers.base.ServerHost`)
+    #: (``host``: a :class:`acceptsim.models.servers.base.WorkerWiring`)
     cls: type
     #: its parameter set (a :class:`acceptsim.sim.params.Params` subclass)
     params: type

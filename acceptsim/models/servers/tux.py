@@ -60,7 +60,7 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
-from acceptsim.models.servers.base import Server, ServerHost
+from acceptsim.models.servers.base import Server, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import Params, param
@@ -113,7 +113,7 @@ class Tux(Server):
     # TUX looks at the accept queue itself, in the kernel: no failed accept() to pay
     failed_accept_charged = False
 
-    def __init__(self, host: ServerHost, params: TuxParams, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: TuxParams, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
         costs = host.costs
         self.work_pending: deque[Connection] = deque()

@@ -44,7 +44,7 @@ from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
 from acceptsim.models.kernel import ListenSocket
 from acceptsim.models.latency import ResponseTimes
-from acceptsim.models.servers.base import ACCEPT, ServerCounters, ServerHost
+from acceptsim.models.servers.base import ACCEPT, ServerCounters, WorkerWiring
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, WORK, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.tcp import Nic
@@ -171,7 +171,7 @@ class TwoClass(WorkerPool):
 
     name = "twoclass"
 
-    def __init__(self, host: ServerHost, params: TwoClassParams, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: TwoClassParams, policy: AcceptPolicy) -> None:
         # the listen socket of the base is the foreground's: what an accept policy sees
         super().__init__(host, params, policy)
         env, cpu, listen, client, costs = host.env, host.cpu, host.listen, host.client, host.costs

@@ -36,7 +36,7 @@ from mypy_extensions import mypyc_attr
 from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
 from acceptsim.models.request_cost import RequestCostParams, request_bursts
-from acceptsim.models.servers.base import ACCEPT, WAKE_ALL, Server, ServerHost
+from acceptsim.models.servers.base import ACCEPT, WAKE_ALL, Server, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.sim.cpu import BLOCK, INF, Task
 from acceptsim.sim.params import param
@@ -65,7 +65,7 @@ class Userver(Server):
     name = "userver"
     has_select = True
 
-    def __init__(self, host: ServerHost, params: Any, policy: AcceptPolicy) -> None:
+    def __init__(self, host: WorkerWiring, params: Any, policy: AcceptPolicy) -> None:
         # params: UserverParams, or a subclass server's own
         super().__init__(host, params, policy)
         self.ready: list[Connection] = []  # readable connections, in the order they became so
