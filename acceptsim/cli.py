@@ -18,7 +18,6 @@ from acceptsim import __version__
 from acceptsim.commands import (
     cmd_bench,
     cmd_calibrate,
-    cmd_calibrate_paper,
     cmd_compare,
     cmd_measure,
     cmd_measure_costs,
@@ -38,8 +37,7 @@ from acceptsim.sim.params import plain_text
 
 COMMANDS = [
     cmd_run, cmd_servers, cmd_policies, cmd_search, cmd_compare, cmd_oracle, cmd_reproduce,
-    cmd_sweep, cmd_bench, cmd_measure, cmd_measure_costs, cmd_calibrate, cmd_calibrate_paper,
-    cmd_plot,
+    cmd_sweep, cmd_bench, cmd_measure, cmd_measure_costs, cmd_calibrate, cmd_plot,
 ]
 
 

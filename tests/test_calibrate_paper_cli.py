@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceptsim.cli import main
-from acceptsim.commands import cmd_calibrate_paper as calibrate_paper
+from acceptsim.commands import cmd_calibrate as calibrate_paper
 from acceptsim.models import calibration
 from acceptsim.models.host import Host
 

@@ -1,7 +1,7 @@
 """Fit the TUX (cluster 1) and Knot (cluster 2) cost fields to the paper's peaks,
 and the SPECweb99-like client think time to the paper's userver ratio.
 
-The command line is ``acceptsim calibrate-paper`` (acceptsim/commands/cmd_calibrate_paper.py)::
+The command line is ``acceptsim calibrate-paper`` (acceptsim/commands/cmd_calibrate.py)::
 
     acceptsim calibrate-paper tux     [--maxfev 12] [--write]
     acceptsim calibrate-paper knot    [--maxfev 12] [--write]
