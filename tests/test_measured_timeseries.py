@@ -364,12 +364,12 @@ def test_validate_timeseries_refuses_what_it_cannot_do_before_simulating(
     synthetic_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import acceptsim.measure.timeseries_check as series_check
+    import acceptsim.measure.timeseries_check as timeseries_check
 
     def no_simulation(*args: object, **kwargs: object) -> None:
         raise AssertionError("simulated before the inputs were checked")
 
-    monkeypatch.setattr(series_check, "simulated_series", no_simulation)
+    monkeypatch.setattr(timeseries_check, "simulated_series", no_simulation)
     # the plot's path is checked first
     assert main(["validate", "--timeseries", str(synthetic_run), "--plot", str(tmp_path)]) == 2
     assert "--plot" in capsys.readouterr().err

@@ -23,7 +23,7 @@ import numpy as np
 
 from acceptsim.config_io import load_measurements, load_params_file, parse_int
 from acceptsim.measure import calibrate as cal
-from acceptsim.measure import timeseries_check as series_check
+from acceptsim.measure import timeseries_check
 from acceptsim.measure.run import MeasuredRun, find_runs, load_run
 from acceptsim.models import calibration as paper
 from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS
@@ -238,11 +238,11 @@ def validate_timeseries(args: argparse.Namespace, runs: list[MeasuredRun], costs
     if len(runs) != 1:
         raise ConfigError("--timeseries", " ".join(args.runs),
                           f"exactly one run directory (these hold {len(runs)} runs)")
-    comparison = series_check.compare(runs[0], costs, seed=parse_int("seed", args.seed))
+    comparison = timeseries_check.compare(runs[0], costs, seed=parse_int("seed", args.seed))
     if args.plot:
-        series_check.plot_comparison(comparison, Path(args.plot))
+        timeseries_check.plot_comparison(comparison, Path(args.plot))
     if args.format == "json":
-        print(json.dumps(json_safe(series_check.comparison_record(comparison)), indent=2))
+        print(json.dumps(json_safe(timeseries_check.comparison_record(comparison)), indent=2))
         return 0
     print(f"{comparison.run}: means over {len(comparison.measured)} measured and "
           f"{len(comparison.simulated)} simulated intervals of {comparison.interval_s:g} s")
