@@ -10,35 +10,54 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import signal
 import sys
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 from acceptsim import __version__
-from acceptsim.commands import (
-    cmd_bench,
-    cmd_calibrate,
-    cmd_compare,
-    cmd_measure,
-    cmd_measure_costs,
-    cmd_oracle,
-    cmd_plot,
-    cmd_policies,
-    cmd_reproduce,
-    cmd_run,
-    cmd_search,
-    cmd_servers,
-    cmd_sweep,
-)
-from acceptsim.measure.parse_errors import ParseError
-from acceptsim.models.policies import PolicyError
 from acceptsim.sim.errors import ConfigError, shorten
 from acceptsim.sim.params import plain_text
 
-COMMANDS = [
-    cmd_run, cmd_servers, cmd_policies, cmd_search, cmd_compare, cmd_oracle, cmd_reproduce,
-    cmd_sweep, cmd_bench, cmd_measure, cmd_measure_costs, cmd_calibrate, cmd_plot,
-]
+#: every command: its name, the module of ``acceptsim.commands`` that defines it and its
+#: one-line help, in the order ``--help`` lists them.  A command's module is imported only
+#: when that command runs (or when :func:`build_parser` is asked for every parser), so that
+#: ``acceptsim --version`` and ``--help`` start without numpy's, pandas' or matplotlib's
+#: imports; tests/test_cli_startup.py checks this table against the modules' own parsers.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("cmd_run", "simulate one configuration"),
+    "servers": ("cmd_servers", "list the servers, workloads and kernel profiles (one line "
+                "each), or show one's parameters with units and defaults"),
+    "policies": ("cmd_policies", "list the built-in accept policies and parameters"),
+    "search": ("cmd_search", "find the best static accept-limit (or tune a policy's "
+               "parameters)"),
+    "compare": ("cmd_compare", "policies against the best static accept-limit, from a "
+                "sweep's results"),
+    "oracle": ("cmd_oracle", "per-interval best static accept-limit: the headroom for "
+               "adaptation"),
+    "reproduce": ("cmd_reproduce", "reproduce the paper's figures (the main job)"),
+    "sweep": ("cmd_sweep", "run a scenario's sweep with replications (parallel, resumable, "
+              "Parquet)"),
+    "bench": ("cmd_bench", "simulated connection attempts per CPU-second"),
+    "measure": ("cmd_measure", "measure a real nginx or HAProxy under httperf on the "
+                "loopback address"),
+    "measure-costs": ("cmd_measure_costs", "measure this host's per-operation costs (accept, "
+                      "epoll, close, send, nginx per reply) and write a parameter file"),
+    "calibrate": ("cmd_calibrate", "fit cost parameters to measured runs"),
+    "validate": ("cmd_calibrate", "predicted against measured, per run"),
+    "calibrate-paper": ("cmd_calibrate", "fit cost fields to the paper's published numbers"),
+    "plot": ("cmd_plot", "figures of a stored sweep: curves with 95%% bands, a heat map, a "
+             "policy's paired differences"),
+}
+
+#: the modules of the commands, each once, in COMMANDS' order
+MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+
+def command_module(module: str) -> ModuleType:
+    """``acceptsim.commands.<module>``, imported now."""
+    return importlib.import_module(f"acceptsim.commands.{module}")
 
 
 class Terminated(KeyboardInterrupt):
@@ -64,14 +83,33 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser.  Without ``argv`` every command's parser is built (every
+    command module imported); with it only the parser of the command ``argv`` names, the
+    others listed by name and help (what ``--help`` prints is the same)."""
     parser = _Parser(prog="acceptsim", description=plain_text(__doc__ or ""))
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and the "
                         "hot path in use (compiled or pure Python), and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in COMMANDS:
-        command.add_parser(sub)
+    wanted = None if argv is None else _command_named(argv)
+    added: set[str] = set()
+    for name, (module, help_text) in COMMANDS.items():
+        if argv is None or COMMANDS.get(wanted or "", ("",))[0] == module:
+            if module not in added:  # the module adds each of its commands' parsers
+                added.add(module)
+                command_module(module).add_parser(sub)
+        else:  # listed, never parsed: argv names another command
+            sub.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (``acceptsim``'s
+    own options take no value)."""
+    for word in argv:
+        if word == "--" or not word.startswith("-"):
+            return word if word != "--" else None
+    return None
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -93,15 +131,16 @@ def _sigterm_stops() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     prog = f"acceptsim {args.command}"
     try:
         with _sigterm_stops():
             return int(args.main(args) or 0)
-    except (ConfigError, PolicyError) as exc:
+    except (ConfigError, *_loaded("acceptsim.models.policies", "PolicyError")) as exc:
         return _fail(prog, str(exc))
-    except ParseError as exc:
+    except _loaded("acceptsim.measure.parse_errors", "ParseError") as exc:
         return _fail(prog, f"{shorten(exc.path)}:{exc.line}: {shorten(exc.message, 300)}")
     except OSError as exc:  # e.g. --out or --plot not writable
         where = shorten(str(exc.filename)) if exc.filename is not None else "a file"
@@ -112,6 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = "SIGTERM" if terminated else "SIGINT"
         sys.stderr.write(f"{prog}: stopped by {name}" + (f"; {note}" if note else "") + "\n")
         return 143 if terminated else 130
+
+
+def _loaded(module: str, name: str) -> tuple[type[BaseException], ...]:
+    """The exception class ``module.name`` if that module has been imported, else none: an
+    exception of a module never imported cannot have been raised (and importing it here
+    would cost every command its start-up)."""
+    found = getattr(sys.modules.get(module), name, None)
+    return (found,) if isinstance(found, type) and issubclass(found, BaseException) else ()
 
 
 def _fail(prog: str, message: str) -> int:

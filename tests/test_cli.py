@@ -104,10 +104,10 @@ def test_every_help_text_formats_and_is_plain_text(capsys) -> None:
     argparse's formatting) in plain words, without reST roles or double backquotes."""
     import pytest
 
-    from acceptsim.cli import COMMANDS, build_parser, main
+    from acceptsim.cli import MODULES, build_parser, main
 
     names = [None] + sorted(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert len(names) > len(COMMANDS)  # one parser per command, and more names than modules
+    assert len(names) > len(MODULES)  # one parser per command, and more names than modules
     for name in names:
         with pytest.raises(SystemExit) as done:
             main(["--help"] if name is None else [name, "--help"])

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from acceptsim.analysis import compare, compare_policy, regret
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import json_safe
-from acceptsim.sim.sweep import read_results
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def add_parser(subparsers: Any) -> None:
@@ -39,6 +38,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # pandas and scipy, imported when the command runs (not for --help)
+    from acceptsim.analysis import compare
+    from acceptsim.sim.sweep import read_results
+
     try:
         frame, _ = read_results(args.out)
     except (OSError, ValueError) as exc:  # missing, unreadable, not Parquet (ArrowInvalid)
@@ -64,6 +67,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print_regret(frame: pd.DataFrame, metric: str, fmt: str) -> int:
+    from acceptsim.analysis import regret
+
     try:
         table, summary = regret(frame, metric)
     except ValueError as exc:
@@ -85,6 +90,8 @@ def _print_regret(frame: pd.DataFrame, metric: str, fmt: str) -> int:
 
 
 def _print_policy(frame: pd.DataFrame, policy: str, metric: str, fmt: str) -> int:
+    from acceptsim.analysis import compare_policy
+
     try:
         table = compare_policy(frame, policy.strip(), metric)
     except ValueError as exc:

@@ -22,18 +22,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
-
-from acceptsim.analysis import oracle
 from acceptsim.commands.common import add_point_arguments, base_point
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models.config import RunConfig
 from acceptsim.models.policies import check_limit
-from acceptsim.models.runner import run_point
 from acceptsim.models.work import check_work
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.results import json_safe
-from acceptsim.sim.sweep import run_many
 
 
 def add_parser(subparsers: Any) -> None:
@@ -52,6 +47,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run_with_series(point: Mapping[str, Any]) -> dict[str, Any]:
     """One run's record, with its time series (a sweep's runner drops it)."""
+    from acceptsim.models.runner import run_point
+
     return run_point(point, timeseries=True)
 
 
@@ -81,6 +78,11 @@ def main(args: argparse.Namespace) -> int:
               for c in candidates]  # fmt: skip
     for p in points:  # every run valid and within the work bound before any runs
         check_work(RunConfig.from_dict(p), args.force)
+    import pandas as pd
+
+    from acceptsim.analysis import oracle
+    from acceptsim.sim.sweep import run_many
+
     records = run_many(run_with_series, points, jobs)
     series = {label: pd.DataFrame(r["timeseries"]) for label, r in zip(labels, records,
                                                                         strict=True)}
@@ -122,6 +124,8 @@ def format_text(out: dict[str, Any]) -> str:
     if out["intervals_without_eligible"]:
         lines.append(f"intervals where no limit meets the bound: "
                      f"{out['intervals_without_eligible']}")
+    import pandas as pd
+
     table = pd.DataFrame(out["intervals"])
     lines.append("")
     lines.append(table.to_string(index=False, float_format="{:,.1f}".format, na_rep="-"))

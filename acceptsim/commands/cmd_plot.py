@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acceptsim.plots import plot_sweep
 from acceptsim.sim.errors import ConfigError
 
 
@@ -37,6 +36,8 @@ def main(args: argparse.Namespace) -> int:
     parent = to if to.exists() else to.parent
     if not os.access(parent if parent.exists() else Path.cwd(), os.W_OK):
         raise ConfigError("--to", str(to), "a directory this user may write")
+    from acceptsim.plots import plot_sweep  # matplotlib: only when a figure is drawn
+
     try:
         written = plot_sweep(results, to, args.metric, args.policy)
     except ValueError as exc:

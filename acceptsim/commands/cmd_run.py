@@ -13,7 +13,6 @@ from acceptsim.models.kernel import PROFILES
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
 from acceptsim.models.policies import check_limit
 from acceptsim.models.record import help_text as record_help
-from acceptsim.models.runner import run_point
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS, MAX_SERIES_POINTS, check_work
 from acceptsim.models.workloads import WORKLOADS
@@ -223,6 +222,8 @@ def main(args: argparse.Namespace) -> int:
         check_plot_file("--plot", args.plot)  # before the run: no simulation for nothing
     config = config_from_args(args)
     check_work(config, args.force)  # before anything else: a refusal costs nothing
+    from acceptsim.models.runner import run_point  # scipy's statistics: only when a run is made
+
     result = run_point(config, timeseries=True, progress=True)
     if args.plot:
         from acceptsim.timeseries import plot_timeseries

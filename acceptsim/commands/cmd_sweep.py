@@ -11,21 +11,17 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from acceptsim import report
 from acceptsim.config_io import parse_int, parse_number
-from acceptsim.models import runner
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.files import atomic_path
 from acceptsim.sim.params import parse_value, split_assignment
-from acceptsim.sim.stats import StoppingRule
-from acceptsim.sim.sweep import MAX_RUNS, summary
-from acceptsim.sim.sweep import sweep as run_sweep
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: reply-series interval used by --detect-warmup unless --series-interval says otherwise
 DEFAULT_SERIES_INTERVAL_S = 0.1
@@ -76,12 +72,20 @@ def add_parser(subparsers: Any) -> None:
                    "before by the same code are taken from ~/.cache/acceptsim/runs, or "
                    "$ACCEPTSIM_CACHE)")
     p.add_argument("--force", action="store_true",
-                   help=f"run even beyond the work bounds ({MAX_RUNS:,} runs per sweep, "
-                   f"{MAX_ATTEMPTS:.0e} simulated connection attempts per run)")
+                   help="run even beyond the work bounds (the number of runs of a sweep, "
+                   f"which a refusal states, and {MAX_ATTEMPTS:.0e} simulated connection "
+                   "attempts per run)")
     p.set_defaults(main=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    # pandas, scipy and matplotlib: imported when the command runs, not for --help
+    from acceptsim import report
+    from acceptsim.models import runner
+    from acceptsim.sim.stats import StoppingRule
+    from acceptsim.sim.sweep import summary
+    from acceptsim.sim.sweep import sweep as run_sweep
+
     overrides: dict[str, Any] = {}
     for item in args.set:
         key, value = split_assignment("--set", item)
@@ -168,6 +172,8 @@ def main(args: argparse.Namespace) -> int:
 def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
     """The metric's mean +- 95 % CI half-width per configuration, as text."""
     cols = [*by, "replications"]
+    import pandas as pd
+
     shown = table[cols].copy()
     for col in by:  # 1.0, 10.0, inf -> 1, 10, inf
         shown[col] = pd.Series([_plain(v) for v in shown[col]], dtype=object)

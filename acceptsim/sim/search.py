@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.stats import mean_ci
 
 RunFn = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -86,6 +85,14 @@ def evaluate(
         progress=progress, force=force,
     )  # fmt: skip
     return _metric_values(frame, metric, len(points), replications)
+
+
+def mean_ci(values: Any) -> Any:
+    """:func:`acceptsim.sim.stats.mean_ci`, its module (scipy's statistics) imported on first
+    use, so that ``acceptsim search --help`` starts quickly."""
+    from acceptsim.sim.stats import mean_ci as of
+
+    return of(values)
 
 
 #: what :func:`best_of` may prefer among the candidates indistinguishable from the best
