@@ -13,7 +13,7 @@ from acceptsim.sim.files import atomic_path
 from acceptsim.sim.scenario import Scenario
 
 LABELS = {
-    "target_rate_per_s": "target rate (requests/s)",
+    "target_rate_per_s": "target rate (connections/s)",
     "target_request_rate_per_s": "target request rate (requests/s)",
     "reply_rate_per_s": "replies/s",
     "drops_per_s.total": "queue drops/s",
@@ -43,7 +43,8 @@ EXPECT_KEYS = {"what": (str,), "metric": (str,), "paper": (int, float), "note": 
 
 def check_spec(scenario: Scenario) -> None:
     """Refuse a ``[plot]`` or ``[[expect]]`` the report could not use, before any run
-    (a ConfigError naming the scenario's field, the value and what is allowed)."""
+    (a ConfigError naming the scenario's field, the value and what is allowed): keys and
+    types, empty lists, and columns (:func:`check_names`)."""
     where = f"{scenario.name}: plot"
     for key, value in scenario.plot.items():
         if key not in PLOT_KEYS:
@@ -70,14 +71,138 @@ def check_spec(scenario: Scenario) -> None:
         for key, kinds in EXPECT_KEYS.items():
             if key in exp and (not isinstance(exp[key], kinds) or isinstance(exp[key], bool)):
                 raise ConfigError(f"{field}.{key}", exp[key], "a " + kinds[0].__name__)
+        kind = exp["metric"].rpartition(":")[0]
+        if kind not in ("", "peak"):
+            raise ConfigError(f"{field}.metric", exp["metric"], "a column name, or peak:COLUMN")
         for key, value in _selector(exp).items():
             if isinstance(value, (dict, list)):
                 raise ConfigError(f"{field}.{key}", value, "a value to match a run field")
+    for key in ("y", "series"):
+        if isinstance(scenario.plot.get(key), list) and not scenario.plot[key]:
+            raise ConfigError(f"{where}.{key}", [], "a non-empty list of column names")
+    ys = scenario.plot.get("y", DEFAULT_Y)
+    for y in scenario.plot.get("logy", []):
+        if y not in ys:
+            raise ConfigError(f"{where}.logy", y, "one of plot.y: " + ", ".join(ys))
+    check_names(scenario)
+
+
+#: the plot's defaults
+DEFAULT_X, DEFAULT_Y, DEFAULT_SERIES, DEFAULT_TABLE = (
+    "target_rate_per_s", ["reply_rate_per_s"], "accept_limit", "reply_rate_per_s")
+
+
+def named_columns(scenario: Scenario) -> list[tuple[str, str, bool]]:
+    """Every column the scenario's ``[plot]`` and ``[[expect]]`` name: (its field, the
+    column, whether it must hold numbers)."""
+    spec = scenario.plot
+    named = [(f"{scenario.name}: plot.x", spec.get("x", DEFAULT_X), False)]
+    named += [(f"{scenario.name}: plot.y", y, True) for y in spec.get("y", DEFAULT_Y)]
+    series = spec.get("series", DEFAULT_SERIES)
+    named += [(f"{scenario.name}: plot.series", c, False)
+              for c in (series if isinstance(series, list) else [series])]
+    named.append((f"{scenario.name}: plot.table", spec.get("table", DEFAULT_TABLE), True))
+    if spec.get("normalise") is not None:
+        named.append((f"{scenario.name}: plot.normalise.metric", spec["normalise"]["metric"],
+                      True))
+    for i, exp in enumerate(scenario.expect):
+        field = f"{scenario.name}: expect[{i}]"
+        named.append((f"{field}.metric", exp["metric"].rpartition(":")[2], True))
+        named += [(f"{field}.{key}", key, False) for key in _selector(exp)]
+        named += [(f"{field}.over.{key}", key, False) for key in exp.get("over", {})]
+    return named
+
+
+def _normalised(scenario: Scenario) -> set[str]:
+    """The column ``[plot.normalise]`` adds (none without it)."""
+    spec = scenario.plot.get("normalise")
+    return {spec["metric"] + ".normalised"} if spec is not None else set()
+
+
+def check_names(scenario: Scenario) -> None:
+    """Before any run: every column the scenario names is one its runs' records can have
+    (a field of the run record, of the run configuration or of the sweep, or a measure of
+    the scenario's servers' own), and one that must hold numbers is not a text field (the
+    server's name, the workload's).  A server's own measures are found by a run of a few
+    simulated milliseconds of the first point on that server, made only when a name is
+    not a field of the record or the configuration."""
+    from acceptsim.models.config import RunConfig
+    from acceptsim.models.record import METRICS
+    from acceptsim.sim.sweep import META_COLUMNS
+
+    fields = RunConfig.__dataclass_fields__
+    text = {name for name, f in fields.items() if f.type in ("str", str)} | {"policy_name"}
+    known = {m.name for m in METRICS} | set(fields) | {
+        part for key in scenario.sweep for part in key.split("+")
+    } | set(META_COLUMNS) | set(MSER_COLUMNS)
+    extras: set[str] | None = None
+    for field, column, numeric in named_columns(scenario):
+        if column in _normalised(scenario):  # checked as plot.normalise.metric
+            continue
+        base = column.split(".")[0]
+        if numeric and column in text:
+            raise ConfigError(field, column, "a column of numbers (this one holds names)")
+        if base in known:
+            continue
+        if extras is None:
+            extras = _server_measures(scenario)
+        if base not in extras:
+            raise ConfigError(field, column, "a column of the runs' records, e.g. "
+                              + ", ".join(DEFAULT_Y + ["drops_per_s.total",
+                                                       "response_time_ms.mean"])
+                              + " (`acceptsim run --help` lists them)")
+
+
+#: the columns of a reply series' MSER-5 summary (acceptsim.models.runner.run_point)
+MSER_COLUMNS = ("warmup_mser5_s", "warmup_mser5_reliable", "reply_rate_mser5_per_s")
+
+
+def _server_measures(scenario: Scenario) -> set[str]:
+    """The top-level fields of a record of each server the scenario runs (its own measures
+    among them), from a run of a few simulated milliseconds of its first point."""
+    from acceptsim.models import runner
+
+    firsts: dict[str, dict[str, Any]] = {}
+    for point in scenario.points():
+        firsts.setdefault(str(point.get("server")), point)
+    fields: set[str] = set()
+    for point in firsts.values():
+        probe = {**point, "duration_s": PROBE_S, "warmup_s": 0.0, "series_interval_s": 0.0,
+                 "timeseries_interval_s": 0.0}
+        try:
+            fields |= set(runner.run_point(probe))
+        except ConfigError:  # the point is refused on its own later, naming its field
+            continue
+    return fields
+
+
+#: simulated seconds of the run that finds a server's own measures
+PROBE_S = 0.005
+
+
+def check_columns(scenario: Scenario, frame: pd.DataFrame) -> None:
+    """After the runs, before the figure and tables: every column the scenario names is
+    in ``frame`` (a nested field, e.g. ``drops_per_s.nosuch``, is known only here), and
+    one that must hold numbers holds them."""
+    added = _normalised(scenario)
+    for field, column, numeric in named_columns(scenario):
+        if column in added:
+            continue
+        if column not in frame.columns:
+            near = sorted(c for c in frame.columns if c.split(".")[0] == column.split(".")[0])
+            raise ConfigError(field, column, "a column of the runs' records"
+                              + (": one of " + ", ".join(near[:12]) if near else ""))
+        if numeric:
+            values = frame[column].dropna()
+            if len(values) and pd.to_numeric(values, errors="coerce").isna().any():
+                raise ConfigError(field, column, "a column of numbers (this one holds "
+                                  f"{values.iloc[0]!r})")
 
 
 def add_normalised(scenario: Scenario, frame: pd.DataFrame) -> pd.DataFrame:
     """``[plot.normalise] metric = M, at = X0``: add column ``M.normalised``, each series'
     ``M`` divided by its value where the x column equals ``X0`` (e.g. the unloaded run)."""
+    check_columns(scenario, frame)  # the first use of the runs' frame: before any figure
     spec = scenario.plot.get("normalise")
     if not spec:
         return frame
@@ -103,6 +228,8 @@ def plot(scenario: Scenario, frame: pd.DataFrame, path: Path) -> None:
     # a panel of nothing but zeros says nothing: left out, and named under the figure
     empty = [y for y in ys if len(ys) > 1 and not pd.to_numeric(frame[y], errors="coerce")
              .fillna(0).abs().gt(0).any()]  # fmt: skip
+    if len(empty) == len(ys):  # all zeros: drawn all the same (a figure has a panel)
+        empty = []
     ys = [y for y in ys if y not in empty]
     fig = Figure(figsize=(5.5 * len(ys), 4.2))
     axes = fig.subplots(1, len(ys), squeeze=False)
