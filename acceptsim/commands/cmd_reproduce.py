@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import time
 from typing import Any
@@ -16,7 +17,7 @@ from acceptsim.sim import native
 from acceptsim.sim import scenario as scenario_mod
 from acceptsim.sim.errors import ConfigError, in_file, names_a_file
 from acceptsim.sim.files import atomic_path, check_output_dir, write_text_atomic
-from acceptsim.sim.sweep import MAX_RUNS, check_size, run_many, to_frame
+from acceptsim.sim.sweep import MAX_RUNS, Batch, check_size, run_many, to_frame
 
 #: ``--protocol``: each scenario's own run lengths, or the paper's two-minute runs
 PROTOCOLS = ("scenario", "paper")
@@ -38,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--section7", choices=("auto", "yes", "no"), default="auto",
                    help="also run brief section 7's overload numbers and Equation 1 at "
                    "20,000 and 30,000/s under the paper's protocol (two-minute runs; "
-                   "auto: when all figures are reproduced)")
+                   "auto: when all figures are reproduced with --protocol paper)")
     p.add_argument("--force", action="store_true", help="run even beyond the work bounds "
                    "(10,000 runs; 1e8 simulated connection attempts per run)")
     p.set_defaults(main=main)
@@ -62,9 +63,18 @@ def select(names: list[str]) -> list[scenario_mod.Scenario]:
 def run_point(point: dict[str, Any]) -> dict[str, Any]:
     """:func:`acceptsim.models.runner.run_point` (every point was checked up front), with
     the costs as a table when the scenario varies them (its plots are by them)."""
-    record = runner.run_point(point, timeseries=True)
+    return figure_record(point, runner.run_point(point, timeseries=True))
+
+
+#: what the batch runs for each distinct configuration (a full one: ``runner.normalise``)
+FIGURE_RUN = functools.partial(runner.run_point, timeseries=True)
+
+
+def figure_record(point: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """A figure's record of its ``point`` from the run of its configuration (which other
+    figures may share): the costs as a table when the scenario varies them."""
     if isinstance(point.get("costs"), dict):
-        record["costs"] = RunConfig.from_dict(point).costs.to_dict()
+        return {**record, "costs": RunConfig.from_dict(point).costs.to_dict()}
     return record
 
 
@@ -72,11 +82,10 @@ def run_point(point: dict[str, Any]) -> dict[str, Any]:
 EQUATION1_OVERLOAD_RATES = (20000.0, 30000.0)
 
 
-def section7(jobs: int | None) -> str:
-    """Brief section 7's overload numbers, and Equation 1 under overload, from
+def section7_points() -> list[dict[str, Any]]:
+    """The runs of brief section 7's overload numbers and of Equation 1 past saturation:
     two-minute runs measured from their start (the paper's protocol)."""
-    targets = list(calibration.OVERLOAD_TARGETS)
-    points = calibration.overload_points(targets, PARAMETER_SETS)
+    points = calibration.overload_points(list(calibration.OVERLOAD_TARGETS), PARAMETER_SETS)
     keys = {(p["server"], p["rate_per_s"], p["accept_limit"]) for p in points}
     for server in ("userver", "tux"):
         for rate in EQUATION1_OVERLOAD_RATES:
@@ -84,15 +93,42 @@ def section7(jobs: int | None) -> str:
                 if (server, rate, limit) not in keys:
                     points.append({**points[0], "server": server, "rate_per_s": rate,
                                    "accept_limit": limit, "costs": PARAMETER_SETS["cluster1"]})
-    t0 = time.perf_counter()
-    records = run_many(run_point, points, jobs=jobs)
+    return points
+
+
+def section7_text(points: list[dict[str, Any]], records: list[dict[str, Any]],
+                  wall_s: float) -> str:
+    """The report's section 7 from the runs of :func:`section7_points`."""
+    targets = list(calibration.OVERLOAD_TARGETS)
     values = calibration.values_from(targets, points, records)
     fitted = {name for problem in calibration.OVERLOAD_PROBLEMS.values()
               for name in problem.targets}
     frame = to_frame([r for r in records if r["target_rate_per_s"] in EQUATION1_OVERLOAD_RATES
                       and r["server"] in ("userver", "tux")])
-    text = report.section7_section(targets, values, fitted, frame, len(records),
-                                  time.perf_counter() - t0)
+    return report.section7_section(targets, values, fitted, frame, len(records), wall_s)
+
+
+def section7_elsewhere() -> str:
+    """The report's section 7 when it is not run (``--section7 auto`` with all figures
+    under each scenario's own run lengths): where its numbers come from."""
+    return (
+        "## Past saturation: brief section 7 under the paper's protocol\n\n"
+        f"Not run here: its numbers are {len(section7_points())} runs of "
+        f"{calibration.PAPER_DURATION_S:.0f} s measured from their start (the paper's "
+        "protocol).  `acceptsim reproduce --protocol paper` runs them with the figures "
+        "(sharing the runs they have in common), `acceptsim reproduce --section7 yes` beside "
+        "these figures, and `acceptsim calibrate-paper section7` on their own.  The "
+        "figures above set their shorter runs beside the same published numbers.\n"
+    )
+
+
+def section7(jobs: int | None) -> str:
+    """Brief section 7's overload numbers, and Equation 1 under overload, from
+    two-minute runs measured from their start (the paper's protocol), run on their own."""
+    points = section7_points()
+    t0 = time.perf_counter()
+    records = run_many(run_point, points, jobs=jobs)
+    text = section7_text(points, records, time.perf_counter() - t0)
     print("\n" + text)
     return text
 
@@ -139,34 +175,44 @@ def main(args: argparse.Namespace) -> int:
     if total > MAX_RUNS and not args.force:
         raise ConfigError("points", total, f"at most {MAX_RUNS:,} runs (one per point), or "
                           "--force runs them anyway")
-    configs = []
+    points: list[list[dict[str, Any]]] = []  # each scenario's, as it gives them
+    configs: list[list[dict[str, Any]]] = []
     for s in scenarios:
         try:
-            configs += [runner.normalise(point) for point in s.points()]
+            points.append(s.points())
+            configs.append([runner.normalise(point) for point in points[-1]])
         except ConfigError as exc:  # say which scenario (file) holds the bad value
             raise in_file(s.path or s.name, exc) from None
-    check_size(configs, [1] * len(configs), None, runner.check_work, args.force)
+    check_size([c for cs in configs for c in cs], [1] * total, None, runner.check_work,
+               args.force)
+    run_section7 = args.section7 == "yes" or (
+        args.section7 == "auto" and not args.names and args.protocol == "paper")
+    if run_section7:
+        points.append(section7_points())
+        configs.append([runner.normalise(point) for point in points[-1]])
     out = check_output_dir("out", args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError("out", args.out, f"a directory that can be created and written "
                           f"({exc.strerror or type(exc).__name__})") from None
-    sections = []
-    frames = []
-    started = time.perf_counter()
-    current_section = ""
     # the paper's figures first, then each further section's scenarios together
-    scenarios.sort(key=lambda s: s.section != "")
-    for s in scenarios:
-        if s.section != current_section:
-            current_section = s.section
-            sections.append(f"# {s.section}\n")
-        t0 = time.perf_counter()
-        frame = report.add_normalised(s, to_frame(run_many(run_point, s.points(), jobs=jobs)))
+    order = sorted(range(len(scenarios)), key=lambda i: scenarios[i].section != "")
+    batch = Batch(configs)
+    texts: dict[int, str] = {}
+    frames: dict[int, Any] = {}
+    started = time.perf_counter()
+    for group, records in batch.run(FIGURE_RUN, jobs, cost=runner.expected_requests):
+        if group == len(scenarios):  # section 7's runs
+            texts[group] = section7_text(points[group], records, time.perf_counter() - started)
+            print("\n" + texts[group])
+            continue
+        s = scenarios[group]
+        frame = report.add_normalised(s, to_frame(
+            [figure_record(p, r) for p, r in zip(points[group], records, strict=True)]))
         with atomic_path(out / f"{s.name}.csv") as tmp:
             frame.to_csv(tmp, index=False)
-        frames.append(frame)
+        frames[group] = frame
         report.plot(s, frame, out / f"{s.name}.png")
         metric = s.plot.get("table", "reply_rate_per_s")
         label = report.LABELS.get(metric, metric)
@@ -175,16 +221,27 @@ def main(args: argparse.Namespace) -> int:
         expect = report.expectation_rows(s, frame)
         if expect:
             print(report.markdown_table(expect))
-        sections.append(
+        cpu = sum(float(r.get("sim_cpu_time_s") or 0.0) for r in records)
+        texts[group] = (
             f"## {s.title}\n\n{s.figure}\n\n{s.description.strip()}\n\n"
             f"![{s.name}]({s.name}.png)\n\n"
             f"{label}:\n\n```\n{table}\n```\n\n"
             + (report.markdown_table(expect) + "\n\n" if expect else "")
-            + f"({len(frame)} runs, {time.perf_counter() - t0:.0f} s wall)\n"
+            + f"({len(frame)} runs, {batch.shared_text(group)}{cpu:.0f} CPU-s simulating)\n"
         )
-    if args.section7 == "yes" or (args.section7 == "auto" and not args.names):
-        sections.append(section7(jobs))
-    equation1 = report.equation1_section(frames)
+    sections = []
+    current_section = ""
+    for i in order:
+        if scenarios[i].section != current_section:
+            current_section = scenarios[i].section
+            sections.append(f"# {current_section}\n")
+        sections.append(texts[i])
+    if run_section7:
+        sections.append(texts[len(scenarios)])
+    elif args.section7 == "auto" and not args.names:
+        sections.append(section7_elsewhere())
+    frames_in_order = [frames[i] for i in order]
+    equation1 = report.equation1_section(frames_in_order)
     if equation1:
         print("\n" + equation1)
     write_text_atomic(out / "report.md",

@@ -102,9 +102,80 @@ def run_many(
 ) -> list[dict[str, Any]]:
     """``[run(p) for p in points]``, on ``jobs`` processes (default: every core)."""
     results: list[dict[str, Any] | None] = [None] * len(points)
-    for i, record in _execute(run, list(points), jobs, None, progress, "runs"):
+    for i, record in run_each(run, points, jobs, progress):
         results[i] = record
     return results  # type: ignore[return-value]
+
+
+def run_each(
+    run: RunFn, points: Sequence[Mapping[str, Any]], jobs: int | None = None,
+    progress: bool = True, desc: str = "runs",
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(i, run(points[i]))`` for every point, as each finishes, on ``jobs`` processes
+    (default: every core) of one pool: the caller keeps each result the moment it
+    arrives.  The runs start in the order of ``points`` (put the longest first, so that
+    no core idles at the end while another finishes a long run); a failing run stops the
+    others and raises; SIGINT or SIGTERM ends the workers at once."""
+    yield from _execute(run, list(points), jobs, None, progress, desc)
+
+
+class Batch:
+    """Groups of configurations (each figure's points, say) run as one batch on one pool:
+    a configuration that several groups hold (equal by :func:`run_key`) runs once, and
+    every core stays busy until the last run of the last group, where a pool per group
+    leaves cores idle at each group's end.
+
+    ``groups``: full configurations (a domain's ``normalise``d points) per group.
+    """
+
+    def __init__(self, groups: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+        self.keys = [[run_key(config, 0) for config in group] for group in groups]
+        self.configs: dict[str, Mapping[str, Any]] = {}
+        self.groups_of: dict[str, list[int]] = {}
+        for g, (group, keys) in enumerate(zip(groups, self.keys, strict=True)):
+            for config, key in zip(group, keys, strict=True):
+                self.configs.setdefault(key, config)
+                if g not in self.groups_of.setdefault(key, []):
+                    self.groups_of[key].append(g)
+
+    def __len__(self) -> int:
+        """The distinct runs."""
+        return len(self.configs)
+
+    def shared(self, group: int) -> int:
+        """How many of the group's distinct runs another group holds too."""
+        return sum(len(self.groups_of[k]) > 1 for k in set(self.keys[group]))
+
+    def shared_text(self, group: int) -> str:
+        """``"K shared with other figures, "`` for a report, ``""`` when none is."""
+        shared = self.shared(group)
+        return f"{shared} shared with other figures, " if shared else ""
+
+    def run(
+        self, run: RunFn, jobs: int | None = None,
+        cost: Callable[[Mapping[str, Any]], float] | None = None, progress: bool = True,
+    ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """``(group, records in the group's order)`` for each group, the moment its last
+        run finishes (so that a caller writes each group's results at once, and an
+        interruption loses none that finished), running every distinct configuration once,
+        on ``jobs`` processes (default: every core); ``cost(config)``: the expected work
+        of a run, to start the longest first."""
+        keys = list(self.configs)
+        if cost is not None:
+            work = {k: cost(self.configs[k]) for k in keys}
+            keys.sort(key=lambda k: -work[k])  # stable: equal costs keep their order
+        waiting = [len(set(group)) for group in self.keys]
+        for g, count in enumerate(waiting):
+            if count == 0:
+                yield g, []
+        done: dict[str, dict[str, Any]] = {}
+        for i, record in run_each(run, [self.configs[k] for k in keys], jobs, progress):
+            key = keys[i]
+            done[key] = record
+            for g in self.groups_of[key]:
+                waiting[g] -= 1
+                if waiting[g] == 0:
+                    yield g, [done[k] for k in self.keys[g]]
 
 
 def to_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
