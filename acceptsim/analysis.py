@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from acceptsim.sim.errors import ConfigError, shorten
 from acceptsim.sim.stats import mean_ci
 
 #: the time-series columns the oracle reads
@@ -38,6 +39,41 @@ LATENCY = (
 
 #: per cent: differences this small from a threshold count as on it (float rounding)
 PCT_TOLERANCE = 1e-9
+
+
+def check_metric(frame: pd.DataFrame, metric: str, field: str = "--metric") -> None:
+    """Refuse (a one-line :class:`ConfigError`) a metric that is no column of the results,
+    holds no number in any run (null in every run: nothing to compare or plot) or holds
+    something other than numbers (a name, a list per NIC)."""
+    if metric not in frame.columns:
+        near = [c for c in frame.columns if c.split(".")[0] == metric.split(".")[0]]
+        raise ConfigError(field, metric, "a column of the results" + (
+            ": one of " + ", ".join(near[:12]) if near else ", e.g. reply_rate_per_s"))
+    values = frame[metric].dropna()
+    if values.empty:
+        raise ConfigError(field, metric, "a column with a number in some run (it is null in "
+                          f"every one of these {len(frame)} runs)")
+    try:
+        numbers = pd.to_numeric(values, errors="coerce")
+    except (TypeError, ValueError):  # lists, tables
+        numbers = pd.Series([float("nan")])
+    if numbers.isna().any() or pd.api.types.is_bool_dtype(values):
+        raise ConfigError(field, metric, "a column of numbers (it holds "
+                          f"{shorten(repr(values.iloc[0]), 60)})")
+
+
+def check_results(frame: pd.DataFrame, out: str, varied: Any = None) -> None:
+    """Refuse results with no runs, or whose description's ``varied`` is not a list of
+    their columns (a hand-edited or foreign file), before any analysis of them."""
+    if frame.empty:
+        raise ConfigError("out", out, "a sweep's results with at least one run (this one has "
+                          "none)")
+    if varied is not None and (
+        not isinstance(varied, list)
+        or not all(isinstance(c, str) and c in frame.columns for c in varied)
+    ):  # fmt: skip
+        raise ConfigError(f"{out}: varied", varied,
+                          "a list of the results' columns (its description was edited?)")
 
 
 def cases(frame: pd.DataFrame) -> pd.DataFrame:

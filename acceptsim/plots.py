@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from acceptsim.analysis import compare_policy
+from acceptsim.analysis import check_metric, check_results, compare_policy
 from acceptsim.models.config import RunConfig
 from acceptsim.models.record import METRICS
 from acceptsim.sim.files import atomic_path
@@ -35,6 +35,7 @@ def load(out: str | Path) -> tuple[pd.DataFrame, list[str]]:
     frame, description = read_results(out)
     if "varied" not in description:
         raise ValueError(f"{out}: no sweep description in the results (not written by a sweep)")
+    check_results(frame, str(out), description["varied"])
     frame.attrs["sweep"] = description
     return frame, [str(c) for c in description["varied"]]
 
@@ -173,8 +174,7 @@ def plot_sweep(
     import matplotlib.pyplot as plt
 
     frame, varied = load(out)
-    if metric not in frame.columns:
-        raise ValueError(f"no column {metric!r} in the results")
+    check_metric(frame, metric)
     target = Path(to) if to is not None else Path(out) / "plots"
     target.mkdir(parents=True, exist_ok=True)
     written = []

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: importing this never changes the backend
 
-from acceptsim.sim.errors import ConfigError
+from acceptsim.sim.errors import ConfigError, shorten
 from acceptsim.sim.files import atomic_path
 from acceptsim.sim.scenario import Scenario
 
@@ -119,13 +119,18 @@ def _normalised(scenario: Scenario) -> set[str]:
     return {spec["metric"] + ".normalised"} if spec is not None else set()
 
 
-def check_names(scenario: Scenario) -> None:
+def check_names(scenario: Scenario, named: list[tuple[str, str, bool]] | None = None,
+                probe: bool = False) -> None:
     """Before any run: every column the scenario names is one its runs' records can have
     (a field of the run record, of the run configuration or of the sweep, or a measure of
     the scenario's servers' own), and one that must hold numbers is not a text field (the
     server's name, the workload's).  A server's own measures are found by a run of a few
     simulated milliseconds of the first point on that server, made only when a name is
-    not a field of the record or the configuration."""
+    not a field of the record or the configuration, or always with ``probe`` (which also
+    checks a nested column, ``drops_per_s.total``, and that a number is no list).
+
+    ``named``: (field, column, numbers needed) for each column (default: the scenario's
+    :func:`named_columns`)."""
     from acceptsim.models.config import RunConfig
     from acceptsim.models.record import METRICS
     from acceptsim.sim.sweep import META_COLUMNS
@@ -135,18 +140,26 @@ def check_names(scenario: Scenario) -> None:
     known = {m.name for m in METRICS} | set(fields) | {
         part for key in scenario.sweep for part in key.split("+")
     } | set(META_COLUMNS) | set(MSER_COLUMNS)
-    extras: set[str] | None = None
-    for field, column, numeric in named_columns(scenario):
+    record = _probe(scenario) if probe else None
+    for field, column, numeric in named_columns(scenario) if named is None else named:
         if column in _normalised(scenario):  # checked as plot.normalise.metric
             continue
         base = column.split(".")[0]
         if numeric and column in text:
             raise ConfigError(field, column, "a column of numbers (this one holds names)")
-        if base in known:
+        if record is None and base in known:
             continue
-        if extras is None:
-            extras = _server_measures(scenario)
-        if base not in extras:
+        if record is None:
+            record = _probe(scenario)
+        bases = {name.split(".")[0] for name in record}
+        if base in bases and column not in record and column != base and probe:
+            near = sorted(c for c in record if c.split(".")[0] == base)
+            raise ConfigError(field, column, "a column of the runs' records: one of "
+                              + ", ".join(near[:12]))
+        if numeric and isinstance(record.get(column), (list, dict)):
+            raise ConfigError(field, column, "a column of numbers (it holds a list, e.g. "
+                              f"{shorten(repr(record[column]), 60)})")
+        if base not in bases and base not in known:
             raise ConfigError(field, column, "a column of the runs' records, e.g. "
                               + ", ".join(DEFAULT_Y + ["drops_per_s.total",
                                                        "response_time_ms.mean"])
@@ -157,23 +170,28 @@ def check_names(scenario: Scenario) -> None:
 MSER_COLUMNS = ("warmup_mser5_s", "warmup_mser5_reliable", "reply_rate_mser5_per_s")
 
 
-def _server_measures(scenario: Scenario) -> set[str]:
-    """The top-level fields of a record of each server the scenario runs (its own measures
-    among them), from a run of a few simulated milliseconds of its first point."""
+def _probe(scenario: Scenario) -> dict[str, Any]:
+    """The columns of a record of each server the scenario runs (its own measures among
+    them), from a run of a few simulated milliseconds of its first point: column -> value
+    (the union over the servers)."""
     from acceptsim.models import runner
+    from acceptsim.sim.results import flatten, json_safe
 
     firsts: dict[str, dict[str, Any]] = {}
     for point in scenario.points():
         firsts.setdefault(str(point.get("server")), point)
-    fields: set[str] = set()
+    columns: dict[str, Any] = {}
     for point in firsts.values():
         probe = {**point, "duration_s": PROBE_S, "warmup_s": 0.0, "series_interval_s": 0.0,
                  "timeseries_interval_s": 0.0}
         try:
-            fields |= set(runner.run_point(probe))
+            record = runner.run_point(probe, checked=False)  # within the work bounds
         except ConfigError:  # the point is refused on its own later, naming its field
             continue
-    return fields
+        for column, value in flatten(json_safe(record)).items():
+            if columns.get(column) is None:
+                columns[column] = value
+    return columns
 
 
 #: simulated seconds of the run that finds a server's own measures

@@ -39,19 +39,21 @@ def add_parser(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     # pandas and scipy, imported when the command runs (not for --help)
-    from acceptsim.analysis import compare
+    from acceptsim.analysis import check_metric, check_results, compare
     from acceptsim.sim.sweep import read_results
 
     try:
-        frame, _ = read_results(args.out)
+        frame, description = read_results(args.out)
     except (OSError, ValueError) as exc:  # missing, unreadable, not Parquet (ArrowInvalid)
         raise ConfigError("out", args.out, f"a sweep's directory or its results.parquet "
                           f"({type(exc).__name__})") from None
-    needed = ["server", "rate_per_s", "policy", args.metric]
+    check_results(frame, args.out, description.get("varied"))
+    needed = ["server", "rate_per_s", "policy"]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise ConfigError("out", args.out, f"a sweep's results with the columns {needed} "
                           f"(missing: {missing})")
+    check_metric(frame, args.metric)
     if args.regret:
         return _print_regret(frame, args.metric, args.format)
     if args.policy is not None:

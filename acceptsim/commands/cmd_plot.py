@@ -40,6 +40,8 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         written = plot_sweep(results, to, args.metric, args.policy)
+    except ConfigError:
+        raise
     except ValueError as exc:
         raise ConfigError("plot", args.out, str(exc)) from None
     for path in written:

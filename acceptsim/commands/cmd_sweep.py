@@ -13,12 +13,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from acceptsim.commands.common import sweep_cache
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.files import atomic_path
+from acceptsim.sim.files import atomic_path, check_utf8_path, expand_user
 from acceptsim.sim.params import parse_value, split_assignment
+from acceptsim.sim.scenario import Scenario
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,7 +138,14 @@ def main(args: argparse.Namespace) -> int:
                           f"links the server to other fields ({linked[0]}): a scenario of "
                           "your own names your server there")
     report.check_spec(scenario)  # a [plot] or [[expect]] reproduce would refuse: before any run
-    out = Path(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
+    planned = Scenario(**{**scenario.__dict__, "base": {**scenario.base, **overrides},
+                          "sweep": {**scenario.sweep, **vary}})
+    report.check_names(planned, [("--metric", args.metric, True)], probe=True)  # before any run
+    out = expand_user(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
+    check_utf8_path("out", out)
+    cache = sweep_cache(args.no_cache)  # before the first run: named if it cannot be written
+    if args.resume:
+        check_stored_identity(out)
     started = time.perf_counter()
     try:
         frame = run_sweep(
@@ -151,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
             stop=stop,
             progress=not args.quiet,
             force=args.force,
-            cache=False if args.no_cache else None,
+            cache=cache,
         )
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: say what is kept
         parts = out / "parts"
@@ -169,6 +178,57 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_stored_identity(out: Path) -> None:
+    """A sweep to resume: the identity its ``manifest.json`` stores (what ``--resume``
+    compares with and continues: the scenario's name, the replications, the stopping rule,
+    the points' digest) is of the types a sweep writes; a hand-edited one is refused with
+    one line naming the field, before any run."""
+    import dataclasses
+    import json
+
+    from acceptsim.sim.errors import read_user_file
+    from acceptsim.sim.stats import StoppingRule
+
+    path = out / "manifest.json"
+    if not path.is_file():
+        return  # none (a new sweep), or not a file: the sweep says so
+    try:
+        manifest = json.loads(read_user_file("resume", path, "the sweep's manifest"))
+    except ValueError:
+        return  # not JSON: not a manifest, as the sweep reads it
+    if not isinstance(manifest, dict):
+        raise ConfigError(str(path), type(manifest).__name__, "a JSON object, as a sweep "
+                          "writes it (edited?)")
+    identity = manifest.get("identity")
+    if not identity:
+        return
+    field = f"{path}: identity"
+    if not isinstance(identity, dict):
+        raise ConfigError(field, identity, "a table of name, configs, replications and stop")
+    replications = identity.get("replications")
+    checks = [
+        ("name", isinstance(identity.get("name"), str), "the scenario's name (text)"),
+        ("configs", isinstance(identity.get("configs"), str), "the points' digest (text)"),
+        ("replications", isinstance(replications, int) and not isinstance(replications, bool)
+         and replications >= 1, "an integer >= 1"),
+        ("stop", identity.get("stop") is None or isinstance(identity.get("stop"), dict),
+         "null or a stopping rule's table"),
+    ]  # fmt: skip
+    for key, ok, allowed in checks:
+        if not ok:
+            raise ConfigError(f"{field}.{key}", identity.get(key), allowed + " (edited?)")
+    stop = identity.get("stop")
+    if stop:
+        names = {f.name for f in dataclasses.fields(StoppingRule)}
+        if set(stop) - names or "metric" not in stop:
+            raise ConfigError(f"{field}.stop", stop, "a stopping rule's table: "
+                              + ", ".join(sorted(names)) + " (edited?)")
+        try:
+            StoppingRule(**stop)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{field}.stop", stop, f"a valid stopping rule ({exc})") from None
+
+
 def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
     """The metric's mean +- 95 % CI half-width per configuration, as text."""
     cols = [*by, "replications"]
@@ -177,10 +237,11 @@ def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:
     shown = table[cols].copy()
     for col in by:  # 1.0, 10.0, inf -> 1, 10, inf
         shown[col] = pd.Series([_plain(v) for v in shown[col]], dtype=object)
-    mean = table[f"{metric}.mean"]
-    half = table[f"{metric}.ci_half_width"]
+    nothing = pd.Series([float("nan")] * len(table), index=table.index)
+    mean = table.get(f"{metric}.mean", nothing)  # a metric null in every run has none
+    half = table.get(f"{metric}.ci_half_width", nothing)
     shown[metric] = [
-        f"{m:,.1f}" + ("" if pd.isna(h) else f" +- {h:,.1f}")
+        "-" if pd.isna(m) else f"{m:,.1f}" + ("" if pd.isna(h) else f" +- {h:,.1f}")
         for m, h in zip(mean, half, strict=True)
     ]
     return shown.to_string(index=False)

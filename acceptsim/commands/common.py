@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
 from acceptsim.models.config import WARMUP_RULE, RunConfig, default_text
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.work import check_work
+from acceptsim.sim.files import check_writable_dir, expand_user
 from acceptsim.sim.params import parse_value, split_assignment
 
 DEFAULT_CANDIDATES = "1,2,4,8,16,32,64,128,256,inf"
@@ -68,3 +71,17 @@ def base_point(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("server", "workload", "rate_profile", "warmup_s", "seed"):
         point[name] = getattr(config, name)  # as used: the runs and the output say it
     return point
+
+
+def sweep_cache(no_cache: bool) -> bool | Path:
+    """The run cache a command's sweep uses: none with ``--no-cache`` or
+    ``ACCEPTSIM_CACHE=off``, else ``$ACCEPTSIM_CACHE`` (``~`` expanded) or the default
+    directory, refused before the first run (naming it) when it is no UTF-8 path or
+    cannot be written."""
+    from acceptsim.sim.sweep import CACHE_ENV, CACHE_OFF, default_cache_dir
+
+    text = os.environ.get(CACHE_ENV, "")
+    if no_cache or text.strip().lower() in CACHE_OFF:
+        return False
+    root = expand_user(text) if text else default_cache_dir()
+    return check_writable_dir(CACHE_ENV if text else "cache (default)", root)

@@ -28,6 +28,20 @@ def check_utf8_path(field: str, path: str | Path) -> None:
         raise ConfigError(field, str(path), "a path whose name is UTF-8 text") from None
 
 
+def expand_user(path: str | Path) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` made the home directory, as a shell does
+    (a quoted ``'~/out'`` reaches the program as it is)."""
+    return Path(os.path.expanduser(str(path)))
+
+
+def check_writable_dir(field: str, directory: str | Path) -> Path:
+    """``directory`` exists (or can be made below an existing one) and may be written, with
+    ``~`` expanded; the path, expanded."""
+    directory = expand_user(directory)
+    _writable_dir(field, directory)
+    return directory
+
+
 def _writable_dir(field: str, directory: Path) -> None:
     """``directory`` exists (or can be made below an existing one) and may be written."""
     check_utf8_path(field, directory)
@@ -66,8 +80,9 @@ def check_plot_file(field: str, path: str | Path) -> Path:
 
 
 def check_output_dir(field: str, path: str | Path) -> Path:
-    """``path`` can be used as an output directory: a directory, or creatable."""
-    path = Path(path)
+    """``path`` can be used as an output directory: a directory, or creatable (``~``
+    expanded: the path returned)."""
+    path = expand_user(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(field, str(path), "a directory (this is a file)")
     _writable_dir(field, path)
