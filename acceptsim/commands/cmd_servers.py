@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from acceptsim.models.config import default_text
 from acceptsim.models.kernel import PROFILE_SUMMARIES, PROFILES, KernelProfile
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
 from acceptsim.models.servers.registry import SERVERS, custom_spec
+from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.workloads import WORKLOADS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import summary_of
@@ -19,14 +21,28 @@ from acceptsim.sim.results import json_safe
 SECTIONS = {"servers": "--server", "workloads": "--workload", "kernels": "--kernel"}
 
 
+def run_defaults(spec: ServerSpec) -> list[dict[str, Any]]:
+    """The run settings a server gives a run that sets none (RunConfig's rules
+    ACCEPT_LIMIT_RULE and KERNEL_RULE), each with where it comes from."""
+    return [
+        {"name": "accept_limit", "option": "--accept-limit", "default": spec.accept_limit,
+         "source": spec.accept_limit_source},
+        {"name": "kernel", "option": "--kernel", "default": spec.kernel,
+         "source": spec.kernel_source},
+    ]
+
+
+def server_entry(name: str, spec: ServerSpec) -> dict[str, Any]:
+    """A server's catalog entry: its summary, parameter table (each default with where it
+    comes from), wake-up rules and run defaults."""
+    return {"name": name, "summary": spec.summary, "params": spec.params.describe(),
+            "wakeups": list(spec.wakeups), "run_defaults": run_defaults(spec)}
+
+
 def catalog() -> dict[str, list[dict[str, Any]]]:
     """Every server, workload and kernel profile a run can name: its name, one-line
     summary and parameter table (a kernel profile's table shows its own values)."""
-    servers = [
-        {"name": name, "summary": spec.summary, "params": spec.params.describe(),
-         "wakeups": list(spec.wakeups)}
-        for name, spec in SERVERS.items()
-    ]
+    servers = [server_entry(name, spec) for name, spec in SERVERS.items()]
     workloads = [
         {"name": name, "summary": summary_of(cls), "params": params_cls.describe()}
         for name, (cls, params_cls) in WORKLOADS.items()
@@ -38,6 +54,13 @@ def catalog() -> dict[str, list[dict[str, Any]]]:
             row["default"] = getattr(profile, row["name"])
         kernels.append({"name": name, "summary": PROFILE_SUMMARIES[name], "params": rows})
     return {"servers": servers, "workloads": workloads, "kernels": kernels}
+
+
+def limit_text(value: Any) -> str:
+    """A run default as the command line writes it (``inf``, ``4``, ``linux-modern``)."""
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:g}"
+    return str(value)
 
 
 def workers_text(entry: dict[str, Any]) -> str:
@@ -87,9 +110,7 @@ def main(args: argparse.Namespace) -> int:
     found = [(section, e) for section, es in entries.items() for e in es
              if e["name"] == args.name]
     if not found and custom_spec(args.name) is not None:  # a server of the user's
-        spec = SERVERS.resolve(args.name)
-        found = [("servers", {"name": args.name, "summary": spec.summary,
-                              "params": spec.params.describe(), "wakeups": list(spec.wakeups)})]
+        found = [("servers", server_entry(args.name, SERVERS.resolve(args.name)))]
     if not found:
         names = [e["name"] for es in entries.values() for e in es]
         raise ConfigError("name", args.name, "a server, workload or kernel profile: "
@@ -102,5 +123,7 @@ def main(args: argparse.Namespace) -> int:
               f"{workers_text(e)}")
         for prm in e["params"]:
             print(f"    {prm['name']} = {prm['default']!s} [{prm['allowed']}] {prm['doc']}")
+        for row in e.get("run_defaults", ()):
+            print(f"  {row['option']} default {limit_text(row['default'])}: {row['source']}")
         print()
     return 0

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from acceptsim.measure import testbed
 from acceptsim.measure.run import HTTPERF_FILE, RUN_FILE, WORKERS_FILE, MeasuredRun, load_run
 from acceptsim.measure.runfile import (
     CounterFiles,
@@ -62,6 +63,7 @@ from acceptsim.measure.timeseries_csv import (
     rows_from_samples,
     write_timeseries,
 )
+from acceptsim.models.servers import haproxy as haproxy_model
 from acceptsim.sim.errors import ConfigError
 
 ADDRESS = "127.0.0.1"  # the only address the harness ever binds or loads
@@ -131,8 +133,8 @@ INSTALL_HINT = (
 )
 #: the servers `acceptsim measure` can start, each with its executable
 SERVERS = ("nginx", "haproxy")
-#: HAProxy's own default of tune.maxaccept (its configuration manual, 2.6: "defaults to 4")
-HAPROXY_DEFAULT_MAXACCEPT = 4
+#: HAProxy's own default of tune.maxaccept: the model's (acceptsim.models.servers.haproxy)
+HAPROXY_DEFAULT_MAXACCEPT = haproxy_model.MAXACCEPT
 #: what HAProxy's tune.maxaccept writes for "no limit" (accept until EAGAIN)
 HAPROXY_NO_LIMIT = -1
 
@@ -341,7 +343,7 @@ def cpu_split(cpus: Sequence[int]) -> tuple[str, str]:
 
 
 def nginx_conf(
-    prefix: Path, multi_accept: bool, port: int, backlog: int = 128, workers: int = 1,
+    prefix: Path, multi_accept: bool, port: int, backlog: int = testbed.BACKLOG, workers: int = 1,
     accept_mutex: bool = False, reuseport: bool = False,
 ) -> str:
     """nginx.conf: ``workers`` worker processes, epoll, the given multi_accept, accept_mutex
@@ -359,12 +361,12 @@ daemon off;
 master_process on;
 pid {prefix}/nginx.pid;
 error_log {prefix}/logs/error.log warn;
-worker_rlimit_nofile 20000;
+worker_rlimit_nofile {testbed.NGINX_RLIMIT_NOFILE};
 events {{
     use epoll;
     multi_accept {"on" if multi_accept else "off"};
     accept_mutex {"on" if accept_mutex else "off"};
-    worker_connections 16384;
+    worker_connections {testbed.NGINX_WORKER_CONNECTIONS};
 }}
 http {{
     {access_log}
@@ -1082,6 +1084,9 @@ class Nginx:
         self.dir = Path(tempfile.mkdtemp(prefix="acceptsim-nginx-"))
         self.proc: subprocess.Popen[bytes] | None = None
         self.uri = f"/f{plan.file_size_bytes}.html"
+        #: the most connections a worker holds (run.toml's server.max_connections): nginx's
+        #: worker_connections as nginx_conf writes it (HAProxy: its maxconn, read back)
+        self.max_connections = testbed.NGINX_WORKER_CONNECTIONS
 
     def __enter__(self) -> Nginx:
         try:
@@ -1238,7 +1243,8 @@ HAPROXY_STATS_FILE = "haproxy-stats.txt"
 HAPROXY_STATS_COMMANDS = ("show info", "show stat", "show activity")
 
 
-def haproxy_conf(prefix: Path, page: Path, maxaccept: float, port: int, backlog: int = 128,
+def haproxy_conf(prefix: Path, page: Path, maxaccept: float, port: int,
+                 backlog: int = testbed.BACKLOG,
                  threads: int = 1) -> str:
     """haproxy.cfg: ``threads`` threads (nbthread), ``tune.maxaccept`` (-1 for inf), one
     frontend on 127.0.0.1 that answers every request itself with ``page``
@@ -1505,7 +1511,7 @@ def _measure_points(
                 accept_mutex=plan.accept_mutex,
                 reuseport=plan.reuseport,
                 events="epoll",
-                backlog=128,
+                backlog=testbed.BACKLOG,
                 cpus=server_cpus,
                 cpu_quota=group.quota_us / group.period_us if group else 0.0,
                 cpu_period_us=group.period_us if group else 0,

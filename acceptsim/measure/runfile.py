@@ -17,7 +17,8 @@ file and the key)::
                               # 0 or left out for nginx, whose multi_accept sets the limit
     events = "epoll"
     backlog = 128             # listen(2) backlog asked for
-    max_connections = 9987    # HAProxy's maxconn (0 or left out = not recorded)
+    max_connections = 16384   # nginx's worker_connections, HAProxy's maxconn (0 or left
+                              # out: the testbed's of the time, acceptsim.measure.testbed)
     cpus = "0"                # taskset CPU list of the server ("" = not pinned)
     cpu_quota = 0.3           # CPUs the server could use (cgroup CFS quota / period; 0 = no limit)
     cpu_period_us = 2000      # CFS period of that quota (0 = no limit)
@@ -69,6 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acceptsim.measure import testbed
 from acceptsim.sim.errors import ConfigError, parse_toml, read_user_file
 from acceptsim.sim.params import Params, param
 
@@ -85,11 +87,16 @@ class ServerInfo(Params):
     accept_mutex: bool = param(False, unit="", doc="nginx accept_mutex (default off since 1.11.3)")
     reuseport: bool = param(False, unit="", doc="listen ... reuseport: a socket per worker")
     events: str = param("epoll", unit="", doc="event mechanism (nginx 'use')")
-    backlog: int = param(128, unit="connections", ge=1, doc="listen(2) backlog asked for")
+    backlog: int = param(
+        testbed.BACKLOG, unit="connections", ge=1,
+        doc="listen(2) backlog asked for (left out: the testbed's, acceptsim.measure.testbed)",
+    )
     max_connections: int = param(
         0, unit="connections", ge=0,
-        doc="the most connections the server holds (HAProxy's maxconn, as its stats socket "
-        "reports it); 0 = not recorded: the server model's default",
+        doc="the most connections the server holds (nginx's worker_connections, HAProxy's "
+        "maxconn as its stats socket reports it); 0 or left out = not recorded: the testbed's "
+        "configuration of the time (acceptsim.measure.testbed.RECORDED_MAX_CONNECTIONS), "
+        "with which the runs recorded before the field were measured",
     )
     cpus: str = param("", unit="", doc="CPU list the server was pinned to ('' = not pinned)")
     cpu_quota: float = param(
@@ -347,6 +354,10 @@ def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> Ru
             raise ConfigError(f"{path}: {exc.field}", exc.value, exc.allowed) from None
         except TypeError:  # a key that is not a string (cannot happen in TOML) or similar
             raise ConfigError(f"{path}: {name}", table, "a table of known keys") from None
+    server = built["server"]
+    if not server.max_connections:  # not recorded: the testbed's configuration of the time
+        built["server"] = server.replace(
+            max_connections=testbed.recorded_max_connections(server.name))
     counters = _table(path, data, "counters")
     files: dict[str, tuple[str, ...]] = {}
     for key in counters:

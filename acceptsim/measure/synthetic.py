@@ -34,6 +34,7 @@ def write_run(directory: str | Path, config: RunConfig, result: dict[str, Any]) 
     directory.mkdir(parents=True, exist_ok=True)
     window = config.duration_s
     multi = math.isinf(config.accept_limit)
+    params = config.build_server_params()  # the simulated server's: its run.toml says them
     quota = (
         f"cpu_quota = {config.cpu_quota!r}\ncpu_period_us = {round(config.cpu_period_s * 1e6)}\n"
         if config.cpu_quota else ""
@@ -49,7 +50,8 @@ label = "simulated {config.server} accept_limit={config.accept_limit} {config.ra
 [server]
 name = "{config.server}"
 multi_accept = {"true" if multi else "false"}
-backlog = 128
+backlog = {params.backlog}
+max_connections = {params.max_connections}
 {quota}
 [kernel]
 profile = "{config.kernel.name}"

@@ -35,6 +35,9 @@ MIN_TIME_S = 1e-6
 MAX_ACCEPT_LIMIT = 10**9
 #: idle connections are held in memory, one record each
 MAX_IDLE_CONNECTIONS = 10**6
+#: httperf processes sharing one client CPU: beyond this a turn comes round more rarely
+#: than a 1-s timeout (a bound against typos, like acceptsim measure's on its processes)
+MAX_CLIENT_PROCESSES = 1024
 
 
 #: the warm-up of a run that does not set one (the CLI, Python and sweeps alike)
@@ -72,6 +75,24 @@ WAKEUP_ONE_WORKER = WAKE_ALL
 WAKEUPS = (WAKE_EXCLUSIVE, WAKE_ALL, WAKE_BLOCKING, WAKE_MUTEX)
 
 
+#: the accept-limit of a run that does not set one
+ACCEPT_LIMIT_RULE = "the server's own (`acceptsim servers NAME`: 1 for the paper's servers)"
+#: the kernel profile of a run that does not name one
+KERNEL_RULE = ("the server's own (`acceptsim servers NAME`: linux-2.4, the paper's, for the "
+               "paper's servers; linux-modern for nginx and haproxy)")
+
+
+def _accept_limit(config: Any) -> float:
+    """:data:`ACCEPT_LIMIT_RULE`."""
+    return config.server_spec().accept_limit
+
+
+def default_kernel(server: Any) -> KernelProfile:
+    """:data:`KERNEL_RULE`: the kernel profile of a run of ``server`` (a name, a
+    ``MODULE:CLASS`` spec, a Server subclass or a ServerSpec) that names none."""
+    return PROFILES[SERVERS.resolve(SERVERS.spec_of(server)).kernel]
+
+
 def _workers(config: Any) -> int:
     """:data:`WORKERS_RULE`."""
     return int(config.cpus) if config.server_spec().wakeups else 1
@@ -102,6 +123,7 @@ class RunConfig(Params):
     )
     accept_limit: int = param(
         1, unit="connections", ge=1, le=MAX_ACCEPT_LIMIT, allow_inf=True,
+        rule=(ACCEPT_LIMIT_RULE, _accept_limit),
         doc="accept-limit per accept phase (1..1e9, or inf: no limit)",
     )
     workload: str = param("one-packet", unit="", choices=tuple(WORKLOADS), doc="workload")
@@ -209,6 +231,13 @@ class RunConfig(Params):
         False, unit="", doc="with concurrency > 0: each user keeps its connection open and "
         "sends its next request when the reply arrives (wrk's default); a timeout ends it",
     )
+    client_processes_per_cpu: int = param(
+        1, unit="processes", ge=1, le=MAX_CLIENT_PROCESSES,
+        doc="httperf processes busy-polling on one client CPU, each checking its timeouts "
+        "only in its turns of one scheduler tick (acceptsim measure's loopback runs: "
+        "load.processes on load.cpus); 1: each has a CPU of its own (the paper's client "
+        "machines).  See models.client.Client.give_up_at",
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
         doc="idle persistent connections the clients open before "
@@ -220,7 +249,9 @@ class RunConfig(Params):
     #: overrides of the workload's own parameters, likewise
     workload_params: tuple[tuple[str, Any], ...] = ()
     costs: HostCosts = CLUSTER1
-    kernel: KernelProfile = LINUX_24
+    #: the kernel profile; None (or left out): :data:`KERNEL_RULE`, which follows the
+    #: server through :meth:`from_dict` and ``replace`` until a profile is given
+    kernel: KernelProfile = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         # parameter sets may be named: RunConfig(costs="cluster1", kernel="linux-modern")
@@ -236,7 +267,13 @@ class RunConfig(Params):
         # MODULE:CLASS, is resolved here: a bad one is refused before anything runs
         object.__setattr__(self, "server", SERVERS.spec_of(self.server))
         SERVERS.resolve(self.server)
+        kernel_ruled = self.kernel is None or (isinstance(self.kernel, float)
+                                               and self.kernel != self.kernel)
+        if kernel_ruled:  # KERNEL_RULE: the server's own
+            object.__setattr__(self, "kernel", default_kernel(self.server))
         super().__post_init__()
+        if kernel_ruled:  # it follows the server, as the fields a rule gives do
+            object.__setattr__(self, "_ruled", self._ruled | {"kernel"})
         for name in ("server_params", "workload_params"):
             object.__setattr__(self, name, _table(name, getattr(self, name)))
         self.build_server_params()
@@ -306,8 +343,12 @@ class RunConfig(Params):
         start = base if base is not None else cls()
         if "costs" in data:
             data["costs"] = resolve_costs(data["costs"], start.costs)
-        if "kernel" in data:
-            data["kernel"] = resolve_kernel(data["kernel"], start.kernel)
+        if "kernel" in data and data["kernel"] is not None:
+            # a table of changes starts from the run's kernel: the one given before, else
+            # the (new) server's own
+            given = "kernel" not in getattr(start, "_ruled", ())
+            kernel = start.kernel if given else default_kernel(data.get("server", start.server))
+            data["kernel"] = resolve_kernel(data["kernel"], kernel)
         names = {f.name for f in dataclasses.fields(cls)}
         for key in data:
             if key not in names:

@@ -89,20 +89,60 @@ QUEUED: Final = "queued"
 ENDING: Final = "ending"
 
 
+#: tune.maxaccept's default: the most connections a listener accepts in a row (HAProxy 2.6's
+#: configuration manual, "tune.maxaccept": 4; -1 is no limit, the accept-limit inf)
+MAXACCEPT = 4
+#: systemd's default hard RLIMIT_NOFILE (DefaultLimitNOFILE=1024:524288, since systemd 240)
+SYSTEMD_NOFILE_HARD = 524288
+#: the descriptors HAProxy 2.6 kept for itself on the measuring host (its maxconn 9,987 of an
+#: open-file limit of 20,000, ``show info``: 20,000 - 2 x 9,987)
+OWN_DESCRIPTORS = 26
+#: how HAProxy 2.6 derives maxconn when none is set (compute_ideal_maxconn, src/haproxy.c:
+#: two descriptors a connection)
+MAXCONN_RULE = ("unset, as HAProxy 2.6 derives it: (open_files - own_descriptors) / 2 "
+                f"({(SYSTEMD_NOFILE_HARD - OWN_DESCRIPTORS) // 2:,} with their defaults)")
+#: the bind line's backlog when none is set (HAProxy 2.6's manual, bind "backlog")
+BACKLOG_RULE = "unset, the frontend's backlog, which is its maxconn (= max_connections)"
+
+
+def _maxconn(params: Any) -> int:
+    """:data:`MAXCONN_RULE`."""
+    return max(1, (params.open_files - params.own_descriptors) // 2)
+
+
+def _backlog(params: Any) -> int:
+    """:data:`BACKLOG_RULE`."""
+    return int(params.max_connections)
+
+
 @dataclass(frozen=True)
 class HaproxyParams(RequestCostParams):
     _prefix = "server."
 
+    open_files: int = param(
+        SYSTEMD_NOFILE_HARD, unit="descriptors", ge=1,
+        doc="the open-file limit HAProxy starts with, the larger of its soft and hard "
+        "RLIMIT_NOFILE, from which HAProxy 2.6 derives maxconn when none is set "
+        "(compute_ideal_maxconn in src/haproxy.c); 524,288: systemd's default hard limit "
+        "(DefaultLimitNOFILE=1024:524288 since systemd 240), which a haproxy.service that "
+        "sets no LimitNOFILE runs with",
+    )
+    own_descriptors: int = param(
+        OWN_DESCRIPTORS, unit="descriptors", ge=0,
+        doc="the descriptors HAProxy keeps for itself before it derives maxconn (its "
+        "listeners, stats socket, pollers and wake-up pipes): 26 as HAProxy 2.6 reported "
+        "it on the measuring host for this one-frontend configuration (maxconn 9,987 of an "
+        "open-file limit of 20,000)",
+    )
     max_connections: int = param(
-        9987, unit="connections", ge=1,
-        doc="maxconn: the connections HAProxy holds at most; unset, HAProxy derives it from "
-        "the open-file limit ((limit - its own descriptors) / 2: 9,987 for the 20,000 of "
-        "the measuring host)",
+        0, unit="connections", ge=1, rule=(MAXCONN_RULE, _maxconn),
+        doc="maxconn: the connections HAProxy holds at most (global maxconn, which the "
+        "frontend inherits)",
     )
     backlog: int = param(
-        9987, unit="connections", ge=1,
-        doc="the bind line's backlog; unset, the frontend's maxconn (= maxconn); the kernel "
-        "caps it at somaxconn",
+        0, unit="connections", ge=1, rule=(BACKLOG_RULE, _backlog),
+        doc="the bind line's backlog (the kernel caps it at somaxconn; `acceptsim measure` "
+        "configures 128 and each measured run's run.toml says so)",
     )
     multi_queue: str = param(
         "on", unit="", choices=MULTI_QUEUE,
@@ -110,7 +150,9 @@ class HaproxyParams(RequestCostParams):
         "of two rotating threads (on), to each thread in turn (fair), or keep it (off)",
     )
     epoll_events: int = param(
-        200, unit="events", ge=1, doc="tune.maxpollevents: the most events one poll returns",
+        200, unit="events", ge=1,
+        doc="tune.maxpollevents: the most events one poll returns (HAProxy 2.6's default, "
+        "MAX_POLL_EVENTS)",
     )
     runqueue_depth: int = param(
         280, unit="task runs", ge=1,
@@ -397,5 +439,11 @@ SPECS = (
         "HAProxy 2.6 threads: a scheduler turn of at most runqueue_depth task runs, then a "
         "poll that accepts at most accept-limit (maxaccept) connections inline.",
         wakeups=(WAKE_ALL,), share=share,
+        accept_limit=MAXACCEPT,
+        accept_limit_source="tune.maxaccept's default (HAProxy 2.6's configuration manual: "
+        "4; -1, no limit, is --accept-limit inf)",
+        kernel="linux-modern",
+        kernel_source="a server of today runs on today's Linux (the measured HAProxy 2.6 runs: "
+        "Linux 6.18)",
     ),
 )

@@ -35,6 +35,7 @@ wake-up rule is nginx's configuration (facts from ``ngx_event.c`` and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,24 +54,34 @@ class NginxParams(RequestCostParams):
     _prefix = "server."
 
     max_connections: int = param(
-        16384,
+        512,
         unit="connections",
         ge=1,
-        doc="worker_connections (as `acceptsim measure` configures nginx)",
+        doc="worker_connections: the connections a worker holds at most (nginx's default, "
+        "DEFAULT_CONNECTIONS in src/event/ngx_event.c; `acceptsim measure` configures "
+        "16384 and each measured run's run.toml says so)",
     )
-    backlog: int = param(128, unit="connections", ge=1, doc="listen ... backlog=")
+    backlog: int = param(
+        511, unit="connections", ge=1,
+        doc="listen ... backlog= (nginx's default on Linux, NGX_LISTEN_BACKLOG in "
+        "src/os/unix/ngx_linux_config.h; the kernel caps it at somaxconn; `acceptsim "
+        "measure` configures 128 and each measured run's run.toml says so)",
+    )
     epoll_events: int = param(
-        512, unit="events", ge=1, doc="epoll_events: the most events one epoll_wait returns",
+        512, unit="events", ge=1,
+        doc="epoll_events: the most events one epoll_wait returns (nginx's default, "
+        "src/event/modules/ngx_epoll_module.c)",
     )
     accept_mutex_delay_s: float = param(
         0.5, unit="s", gt=0.0, le=60.0,
         doc="accept_mutex_delay: the longest epoll_wait of a worker without the accept "
-        "mutex (--wakeup mutex)",
+        "mutex (--wakeup mutex; nginx's default 500ms, src/event/ngx_event.c)",
     )
     reorder_accept_every: int = param(
         16, unit="accept events", ge=0,
         doc="with EPOLLEXCLUSIVE, re-add the listening socket after the first and every "
-        "n-th accept event (nginx 1.21.6+; 0: never, as before 1.21.6)",
+        "n-th accept event (nginx 1.21.6+, ngx_reorder_accept_events in "
+        "src/event/ngx_event_accept.c; 0: never, as before 1.21.6)",
     )
 
 
@@ -202,9 +213,22 @@ class Nginx(Userver):
                 self.ctl_owed += 2 * self.costs.epoll_ctl_s
 
 
+#: nginx's own default of ``multi_accept`` (off: one accept per readiness of the listening
+#: socket, accept-limit 1; on: until the queue is empty, inf)
+MULTI_ACCEPT = False
+#: the accept-limit of ``multi_accept`` off and on
+ACCEPT_LIMITS = {False: 1, True: math.inf}
+
 SPECS = (
     ServerSpec(
         "nginx", Nginx, NginxParams, CATEGORIES, summary_of(Nginx),
+        # accept_mutex off (nginx's default since 1.11.3): EPOLLEXCLUSIVE first
         wakeups=(WAKE_EXCLUSIVE, WAKE_ALL, WAKE_MUTEX),
+        accept_limit=ACCEPT_LIMITS[MULTI_ACCEPT],
+        accept_limit_source="multi_accept off, nginx's default (ngx_event.c; on is "
+        "--accept-limit inf)",
+        kernel="linux-modern",
+        kernel_source="a server of today runs on today's Linux (the measured nginx 1.22 runs: "
+        "Linux 6.18)",
     ),
 )

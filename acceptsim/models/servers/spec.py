@@ -42,3 +42,15 @@ class ServerSpec:
     #: server parameters the registry-wide property tests run it with, to exercise
     #: what its defaults leave off (a background class, a small file cache, ...)
     test_params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: the accept-limit a run of this server takes when it gives none
+    #: (``RunConfig.accept_limit``'s rule): the server's own setting (HAProxy's
+    #: ``tune.maxaccept``, nginx's ``multi_accept``), or the paper's 1
+    accept_limit: float = 1
+    #: where :attr:`accept_limit` comes from, for ``acceptsim servers NAME``
+    accept_limit_source: str = "the paper's default (its figures vary it)"
+    #: the kernel profile a run of this server takes when it names none
+    #: (``RunConfig.kernel``; :data:`acceptsim.models.kernel.PROFILES`): the paper's 2.4
+    #: kernel for the paper's servers, today's for servers of today
+    kernel: str = "linux-2.4"
+    #: where :attr:`kernel` comes from, for ``acceptsim servers NAME``
+    kernel_source: str = "the paper's testbeds (Linux 2.4.19/2.4.20)"

@@ -1,0 +1,39 @@
+"""The testbed's configuration of the servers ``acceptsim measure`` starts, declared once.
+
+These are the testbed's settings, not the servers' own defaults (those are the models'
+defaults: ``acceptsim servers nginx``).  The harness writes them into the configuration
+it generates (:func:`acceptsim.measure.harness.nginx_conf`,
+:func:`~acceptsim.measure.harness.haproxy_conf`) and into every run's ``run.toml``, and the
+simulation of a measured run reads them from its ``run.toml``
+(:func:`acceptsim.measure.calibrate.config_for`).  A run recorded before ``run.toml`` had
+a field for one of them was measured with the value below, and :mod:`~acceptsim.measure.runfile`
+fills it from here: :func:`recorded_max_connections`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: the listen backlog the testbed asks for (nginx ``listen ... backlog=``, HAProxy's bind
+#: ``backlog``), in every run since the first (``run.toml`` ``server.backlog``)
+BACKLOG: Final = 128
+#: nginx ``worker_connections`` in the generated nginx.conf, in every run since the first
+#: (``run.toml`` ``server.max_connections`` from issue 47 on; the runs before left it out)
+NGINX_WORKER_CONNECTIONS: Final = 16384
+#: nginx ``worker_rlimit_nofile`` in the generated nginx.conf (room for every connection)
+NGINX_RLIMIT_NOFILE: Final = 20000
+#: HAProxy's maxconn on the measuring host, where the configuration sets none and HAProxy
+#: derives it from the open-file limit the harness ran with (20,000): read back from its
+#: stats socket and recorded in ``server.max_connections`` by every HAProxy run since the
+#: sets that recorded it; the runs before left it out and ran on the same host
+HAPROXY_MAXCONN: Final = 9987
+
+#: the most connections a run left unrecorded was measured with, per server
+RECORDED_MAX_CONNECTIONS: Final = {"nginx": NGINX_WORKER_CONNECTIONS, "haproxy": HAPROXY_MAXCONN}
+
+
+def recorded_max_connections(server: str) -> int:
+    """The most connections a run of ``server`` that did not record them held: the
+    testbed's configuration of the time; 0 for a server the testbed never ran (its model's
+    default then applies)."""
+    return RECORDED_MAX_CONNECTIONS.get(server, 0)
