@@ -7,7 +7,14 @@ import json
 from typing import Any
 
 from acceptsim.config_io import load_params_file, parse_int, parse_number
-from acceptsim.models.config import NETWORKS, WAKEUPS, WARMUP_RULE, RunConfig, default_text
+from acceptsim.models.config import (
+    KERNEL_RULE,
+    NETWORKS,
+    WAKEUPS,
+    WARMUP_RULE,
+    RunConfig,
+    default_text,
+)
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.kernel import PROFILES
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
@@ -88,7 +95,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--workload-param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of the workload's own parameters (repeatable)")
     p.add_argument("--kernel", default=None, help="kernel profile: " + ", ".join(PROFILES)
-                   + " (default linux-2.4, the paper's)")
+                   + f" (default {KERNEL_RULE})")
     p.add_argument("--params", default=None, help="parameter set (cluster1, cluster2) or TOML "
                    "file of cost (and [kernel]) parameters")
     add_policy_arguments(p)
