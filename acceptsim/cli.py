@@ -2,8 +2,10 @@
 
 Every failure a user can cause ends with one line on stderr and exit status 2
 (a :class:`~acceptsim.sim.errors.ConfigError` names the field, the value and what is
-allowed).  SIGINT stops a command with exit status 130, SIGTERM with 143, one
+allowed), and so does code of the user's (a policy or a server) that exits or raises
+KeyboardInterrupt.  SIGINT stops a command with exit status 130, SIGTERM with 143, one
 line each; a sweep keeps every run that finished (``--resume`` continues it).
+``calibrate`` exits 3 when a fit ends on a bound of its parameter (nothing is written).
 """
 
 from __future__ import annotations
@@ -145,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. --out or --plot not writable
         where = shorten(str(exc.filename)) if exc.filename is not None else "a file"
         return _fail(prog, f"{where}: {exc.strerror or exc}")
+    except SystemExit as exc:  # raised by code of the user's in the run (a policy, a server)
+        return _fail(prog, f"the run raised SystemExit({shorten(repr(exc.code), 60)}): code of "
+                     "yours (a policy or server class) exited instead of returning")
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, Terminated)
         note = "; ".join(getattr(exc, "__notes__", []))

@@ -87,6 +87,16 @@ def check_spec(scenario: Scenario) -> None:
     check_names(scenario)
 
 
+def check_request(listing: bool, names: list[str], rates: str | None) -> None:
+    """``acceptsim reproduce``'s own arguments, before anything: ``--list`` takes no
+    scenario names (it lists them all), and ``--rates`` names at least one rate."""
+    if listing and names:
+        raise ConfigError("--list", " ".join(names), "given alone: it lists every scenario "
+                          "(leave out the names)")
+    if rates is not None and not [r for r in rates.split(",") if r.strip()]:
+        raise ConfigError("--rates", rates, "at least one target rate: R1,R2,...")
+
+
 #: the plot's defaults
 DEFAULT_X, DEFAULT_Y, DEFAULT_SERIES, DEFAULT_TABLE = (
     "target_rate_per_s", ["reply_rate_per_s"], "accept_limit", "reply_rate_per_s")

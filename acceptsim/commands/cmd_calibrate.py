@@ -41,7 +41,8 @@ def add_parser(subparsers: Any) -> None:
                    help="cost parameters to fit, each kept inside its bound: around its "
                    "measurement if --params has one, else a physical range (default "
                    f"{','.join(cal.DEFAULT_FIT)}); a fit that ends on a bound is reported as a "
-                   "missing mechanism and nothing is written")
+                   "missing mechanism and nothing is written (exit status 3; an error in the "
+                   "input exits 2 before any simulation)")
     p.add_argument("--params", default=None,
                    help="starting cost parameters (TOML), e.g. from `acceptsim measure-costs`, "
                    "whose measurements bound the fit and are carried into --out")
@@ -90,6 +91,8 @@ def main_calibrate(args: argparse.Namespace) -> int:
     measurements = load_measurements(args.params) if args.params is not None else {}
     used = cal.usable(runs, args.include_client_limited)
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]
+    if not fit:
+        raise ConfigError("--fit", args.fit, "at least one cost parameter, e.g. request_s")
     result = cal.calibrate(
         used,
         fit=fit,

@@ -146,6 +146,7 @@ def protocol_text(protocol: str, overrides: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    report.check_request(args.list, args.names, args.rates)  # issue 46: before anything
     if args.list:
         for name, path in runner.scenarios().items():
             print(f"{name:32s} {scenario_mod.load(path).title}")

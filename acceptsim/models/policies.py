@@ -821,11 +821,12 @@ def import_named(field: str, module: str, qualname: str, what: str) -> Any:
     """The object ``module:qualname`` names (a class of the user's: a policy, a server);
     a ConfigError naming ``field`` and the spec when the module cannot be imported, fails
     on import, or does not define it (``what``: what it should be, for the message)."""
-    import importlib
-
     spec = f"{module}:{qualname}"
     try:
-        obj: Any = importlib.import_module(module)
+        obj: Any = _import_noting_sigint(module)
+    except _RaisedByModule as exc:  # KeyboardInterrupt raised by the module, not by a SIGINT
+        raise ConfigError(field, spec, "a module that imports without an error (it raised "
+                          f"KeyboardInterrupt: {exc.__cause__})") from None
     except ImportError as exc:
         raise ConfigError(field, spec, f"an importable module ({exc})") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 (the user's module failed: say how)
@@ -836,6 +837,37 @@ def import_named(field: str, module: str, qualname: str, what: str) -> Any:
             raise ConfigError(field, spec, f"{what} defined in {module}")
         obj = getattr(obj, part)
     return obj
+
+
+class _RaisedByModule(Exception):
+    """A KeyboardInterrupt that a module raised itself while imported (no SIGINT came)."""
+
+
+def _import_noting_sigint(module: str) -> Any:
+    """``importlib.import_module(module)``; a KeyboardInterrupt the module raises itself
+    becomes :class:`_RaisedByModule` (a SIGINT during the import still stops the command as
+    SIGINT does).  Off the main thread, where signals cannot be handled, the import as is."""
+    import importlib
+    import signal
+
+    came: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        came.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, note)
+    except ValueError:  # not the main thread
+        return importlib.import_module(module)
+    try:
+        return importlib.import_module(module)
+    except KeyboardInterrupt as exc:
+        if came:
+            raise
+        raise _RaisedByModule() from exc
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def source_digest(obj: Any) -> str:
