@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
+from acceptsim.commands.common import importable_spec
 from acceptsim.config_io import load_params_file, parse_int, parse_number
 from acceptsim.models.config import (
     KERNEL_RULE,
@@ -148,7 +150,8 @@ def policy_spec(args: argparse.Namespace) -> str:
         if "," in value or ":" in key:
             raise ConfigError("--policy-param", item, "one KEY=VALUE per option")
         values.append(f"{key.strip()}={value.strip()}")
-    return args.policy + (":" + ",".join(values) if values else "")
+    policy = importable_spec("--policy", args.policy) or args.policy
+    return policy + (":" + ",".join(values) if values else "")
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -171,7 +174,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     }
     # an option left out is not passed: RunConfig's default (or rule) applies, as from Python
     given = {
-        "server": (args.server, str), "accept_limit": (args.accept_limit, check_limit),
+        "server": (importable_spec("--server", args.server), str),
+        "accept_limit": (args.accept_limit, check_limit),
         "workload": (args.workload, str), "workload_file": (args.workload_file, str),
         "warmup_s": (args.warmup, lambda t: parse_number("warmup", t)),
         "seed": (args.seed, lambda t: parse_int("seed", t)), "spacing": (args.spacing, str),
@@ -229,6 +233,9 @@ def main(args: argparse.Namespace) -> int:
         check_plot_file("--plot", args.plot)  # before the run: no simulation for nothing
     config = config_from_args(args)
     check_work(config, args.force)  # before anything else: a refusal costs nothing
+    note = one_worker_note(config)
+    if note:
+        print(f"acceptsim run: note: {note}", file=sys.stderr)
     from acceptsim.models.runner import run_point  # scipy's statistics: only when a run is made
 
     result = run_point(config, timeseries=True, progress=True)
@@ -241,6 +248,19 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(format_table(result))
     return 0
+
+
+def one_worker_note(config: RunConfig) -> str:
+    """What a run of a server that runs as one worker does with more CPUs (issue 46:
+    ``--server tux --cpus 4`` ran one worker beside three CPUs without a word): ``""``
+    unless that is the case."""
+    if config.cpus <= config.workers or config.server_spec().wakeups:
+        return ""
+    others = config.cpus - config.workers
+    does = ("run only the kernel's per-packet work of the flows RSS gives them"
+            if config.softirq == "rss" else "stay idle (softirq=cpu0)")
+    return (f"server {config.server!r} runs as one worker, on CPU 0; the other {others} of "
+            f"the {config.cpus} CPUs {does}")
 
 
 def format_table(result: dict[str, Any]) -> str:

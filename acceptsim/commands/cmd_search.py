@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from acceptsim.commands.common import add_point_arguments, base_point
+from acceptsim.commands.common import add_point_arguments, base_point, importable_spec
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import policies
 from acceptsim.models.policies import check_limit
@@ -46,7 +46,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--indifference", default="0",
                    help="indifference zone: limits whose mean is within this fraction of the best "
                    "also count as equivalent (e.g. 0.01; default 0: statistics alone)")
-    p.add_argument("--policy", default=None, help="tune this policy's parameters instead")
+    p.add_argument("--policy", default=None, help="tune this policy's parameters instead: a "
+                   "built-in one, or a class of yours, MODULE:CLASS or FILE.py:CLASS (its "
+                   "TUNE table gives the default ranges; else --tune)")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="fixed parameters of --policy (repeatable)")
     p.add_argument("--tune", action="append", default=[], metavar="KEY=LOW:HIGH",
@@ -118,13 +120,50 @@ def search_static(
     }
 
 
+def policy_class(spec: str) -> tuple[str, Any]:
+    """``--policy``'s name and class: a built-in policy, or a class of the user's
+    (MODULE:CLASS or FILE.py:CLASS, imported now; its values go in --policy-param)."""
+    spec = importable_spec("--policy", spec.strip()) or spec
+    custom = policies.custom_spec(spec)
+    if custom is None:
+        if spec not in policies.POLICIES:
+            raise ConfigError("policy", spec, "one of " + ", ".join(policies.POLICIES)
+                              + ", or MODULE:CLASS (a policy class of yours)")
+        return spec, policies.POLICIES[spec]
+    module, qualname, values = custom
+    if values:
+        raise ConfigError("--policy", spec, "MODULE:CLASS alone (fixed values go in "
+                          "--policy-param)")
+    return f"{module}:{qualname}", policies.load_custom(module, qualname)
+
+
+def parameters_of(cls: Any) -> dict[str, Any]:
+    """A policy class's parameters and their defaults: its ``Params`` set's (as the
+    built-in policies have), else the arguments its constructor takes by name."""
+    import inspect
+
+    params_cls = getattr(cls, "Params", None)
+    if isinstance(params_cls, type) and hasattr(params_cls, "describe"):
+        return {f["name"]: f["default"] for f in params_cls.describe()}
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return {}
+    return {name: (None if p.default is inspect.Parameter.empty else p.default)
+            for name, p in signature.parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 def tune_policy(
     point: Mapping[str, Any], name: str, fixed: dict[str, Any],
     bounds: dict[str, tuple[float, float, bool]], max_evals: int, replications: int,
-    jobs: int | None, force: bool = False,
+    jobs: int | None, force: bool = False, defaults: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    params_cls = policies.POLICIES[name].Params
-    defaults = {f["name"]: f["default"] for f in params_cls.describe()}
+    """Tune a policy's parameters in ``bounds`` (``name``: a built-in policy, or a class of
+    the user's as MODULE:CLASS; ``defaults``: each parameter's default, an integer one
+    tuned in integers; default: the built-in policy's)."""
+    if defaults is None:
+        defaults = parameters_of(policies.POLICIES[name])
 
     def make_point(base: Mapping[str, Any], values: Mapping[str, float]) -> dict[str, Any]:
         chosen = dict(fixed)
@@ -167,14 +206,12 @@ def main(args: argparse.Namespace) -> int:
         out = search_static(point, candidates, args.prefer, replications, jobs, indifference,
                             args.force)  # fmt: skip
     else:
-        name = args.policy
-        if name not in policies.POLICIES:
-            raise ConfigError("policy", name, "one of " + ", ".join(policies.POLICIES))
+        name, cls = policy_class(args.policy)
         fixed = {}
         for item in args.policy_param:
             key, value = split_assignment("--policy-param", item)
             fixed[key] = parse_value(value)
-        bounds = dict(policies.POLICIES[name].TUNE)
+        bounds = dict(getattr(cls, "TUNE", None) or {})
         if args.tune:
             bounds = {}
             for item in args.tune:
@@ -184,7 +221,10 @@ def main(args: argparse.Namespace) -> int:
                     raise ConfigError("--tune", item, "KEY=LOW:HIGH")
                 low, high = parse_number("--tune", lo), parse_number("--tune", hi)
                 bounds[key] = (low, high, low > 0 and high / low >= 10)
-        fields = policies.POLICIES[name].Params.__dataclass_fields__
+        if not bounds:
+            raise ConfigError("--tune", "", f"KEY=LOW:HIGH for each parameter of {name} to "
+                              "tune (the class declares no TUNE table of ranges)")
+        fields = parameters_of(cls)
         unknown = [k for k in bounds if k not in fields]
         if unknown:
             raise ConfigError(f"policy.{name}.{unknown[0]}", bounds[unknown[0]][:2],
@@ -197,7 +237,8 @@ def main(args: argparse.Namespace) -> int:
         max_evals = parse_int("max-evals", args.max_evals)
         if not 1 <= max_evals <= MAX_EVALS:
             raise ConfigError("max-evals", args.max_evals, f"an integer from 1 to {MAX_EVALS}")
-        out = tune_policy(point, name, fixed, bounds, max_evals, replications, jobs, args.force)
+        out = tune_policy(point, name, fixed, bounds, max_evals, replications, jobs, args.force,
+                          defaults=fields)
     out["run"] = point
     if args.plot and "best_accept_limit" in out:
         plot_curve(out, args.plot)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acceptsim.commands.common import sweep_cache
+from acceptsim.commands.common import importable_spec, sweep_cache
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.work import MAX_ATTEMPTS
@@ -110,11 +110,11 @@ def main(args: argparse.Namespace) -> int:
     if args.policy:
         if "policy" in vary:
             raise ConfigError("--policy", args.policy[0], "not together with --vary policy=...")
-        vary["policy"] = [spec.strip() for spec in args.policy]
+        vary["policy"] = [importable_spec("--policy", spec.strip()) for spec in args.policy]
     if args.server:
         if "server" in vary:
             raise ConfigError("--server", args.server[0], "not together with --vary server=...")
-        vary["server"] = [name.strip() for name in args.server]
+        vary["server"] = [importable_spec("--server", name.strip()) for name in args.server]
         for name in vary["server"]:  # a bad one is named as given, not as the scenario's
             SERVERS.resolve(name)
     replications = (

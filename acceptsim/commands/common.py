@@ -11,6 +11,7 @@ from acceptsim.config_io import load_params_file, parse_int, parse_number
 from acceptsim.models.config import WARMUP_RULE, RunConfig, default_text
 from acceptsim.models.costs import PARAMETER_SETS
 from acceptsim.models.work import check_work
+from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.files import check_writable_dir, expand_user
 from acceptsim.sim.params import parse_value, split_assignment
 
@@ -49,7 +50,8 @@ def base_point(args: argparse.Namespace) -> dict[str, Any]:
     }
     # left out: RunConfig's default (the warm-up: its rule), the same as everywhere
     for name, text, read in (
-        ("server", args.server, str), ("workload", args.workload, str),
+        ("server", importable_spec("--server", args.server), str),
+        ("workload", args.workload, str),
         ("rate_profile", args.rate_profile, str),
         ("warmup_s", args.warmup, lambda t: parse_number("warmup", t)),
         ("seed", args.seed, lambda t: parse_int("seed", t)),
@@ -85,3 +87,37 @@ def sweep_cache(no_cache: bool) -> bool | Path:
         return False
     root = expand_user(text) if text else default_cache_dir()
     return check_writable_dir(CACHE_ENV if text else "cache (default)", root)
+
+
+def importable_spec(field: str, spec: str | None) -> str | None:
+    """``--policy path/to/file.py:CLASS[...]`` (or ``--server``) as ``MODULE:CLASS[...]``:
+    the file's folder put first on the import path (``sys.path``, and ``PYTHONPATH`` for
+    the worker processes), its name the module's.  A spec without a ``.py`` file is
+    returned as it is.  Refused (one line) when the file is no regular file, or its name
+    is no module name or imports another module (``random.py`` is the standard library's)."""
+    if spec is None:
+        return None
+    head, sep, rest = spec.strip().partition(":")
+    if not head.endswith(".py") or not sep:
+        return spec
+    import importlib.util
+    import sys
+
+    path = expand_user(head)
+    if not path.is_file():
+        raise ConfigError(field, spec, f"a Python file and a class, FILE.py:CLASS ({path} is "
+                          "no file)")
+    name = path.stem
+    if not name.isidentifier():
+        raise ConfigError(field, spec, f"a file whose name is a module name ({name!r} is not)")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (folder, os.environ.get("PYTHONPATH", "")) if p)
+    found = importlib.util.find_spec(name)
+    origin = Path(found.origin).resolve() if found is not None and found.origin else None
+    if origin != path.resolve():
+        raise ConfigError(field, spec, f"a file whose name imports it ({name} is {origin}: "
+                          "rename the file)")
+    return f"{name}:{rest}"
