@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 HOT := $(addprefix acceptsim/,$(shell $(PYTHON) acceptsim/sim/native.py))
 NATIVE := $(VENV)/.native
 
-.PHONY: run test check test-slow test-docs bench bench-instructions lint clean build docs notebook
+.PHONY: run test check test-slow test-docs bench bench-instructions lint clean build docs notebook notebooks
 
 # install (compiling the hot path with mypyc when a C compiler is present: setup.py)
 $(STAMP): pyproject.toml setup.py
@@ -75,6 +75,42 @@ $(NOTEBOOKS): $(STAMP)
 
 notebook: $(NATIVE) $(NOTEBOOKS)
 	$(BIN)/jupyter lab docs/notebooks
+
+# every notebook of docs/notebooks executed headless (nbclient, the kernel in the notebook's
+# folder), a line per notebook on the terminal with its cells as they finish; nothing is
+# written back, so the checkout stays as it was.  SCALE=small runs them as the tests do
+# (seconds each); the default is the notebooks' own scale (minutes each).
+define RUN_NOTEBOOKS
+import sys, time
+from pathlib import Path
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+paths = [Path(p) for p in sys.argv[1:]]
+for i, path in enumerate(paths, 1):
+    notebook = nbformat.read(path, as_version=4)
+    code = [n for n, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    started = time.perf_counter()
+    head = f"[{i}/{len(paths)}] {path.name}"
+    def show(cell, cell_index, **_):
+        done = code.index(cell_index) + 1 if cell_index in code else 0
+        print(f"\r{head}: cell {done}/{len(code)}, {time.perf_counter() - started:.0f} s",
+              end="", flush=True)
+    client = NotebookClient(notebook, timeout=3600, kernel_name="python3",
+                            on_cell_executed=show,
+                            resources={"metadata": {"path": str(path.parent.resolve())}})
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        print(f"\n{head}: failed: {lines[-1] if lines else exc}", file=sys.stderr)
+        sys.exit(1)
+    print(f"\r{head}: {len(code)} cells, {time.perf_counter() - started:.0f} s" + " " * 10)
+endef
+export RUN_NOTEBOOKS
+
+notebooks: $(NATIVE)
+	$(if $(SCALE),ACCEPTSIM_NOTEBOOK_SCALE=$(SCALE)) $(BIN)/python -c "$$RUN_NOTEBOOKS" docs/notebooks/*.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check acceptsim tests tools setup.py
