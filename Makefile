@@ -102,8 +102,7 @@ for i, path in enumerate(paths, 1):
     try:
         client.execute()
     except CellExecutionError as exc:
-        lines = [line for line in str(exc).splitlines() if line.strip()]
-        print(f"\n{head}: failed: {lines[-1] if lines else exc}", file=sys.stderr)
+        print(f"\n{head}: failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
         sys.exit(1)
     print(f"\r{head}: {len(code)} cells, {time.perf_counter() - started:.0f} s" + " " * 10)
 endef
