@@ -112,13 +112,24 @@ def heatmap(
     ax.set_yticks(range(grid.shape[0]), [_value_text(v) for v in grid.index])
     ax.set_xlabel(label(cols))
     ax.set_ylabel(label(rows))
-    top = np.nanmax(values) if np.isfinite(values).any() else 0.0
     for (i, j), value in np.ndenumerate(values):
         if np.isfinite(value):
             ax.text(j, i, f"{value:,.0f}", ha="center", va="center", fontsize=7,
-                    color="black" if value > 0.6 * top else "white")  # fmt: skip
+                    color=text_colour(image.cmap(image.norm(value))))  # fmt: skip
     ax.figure.colorbar(image, ax=ax, label=label(metric) + ", mean")
     return ax
+
+
+def text_colour(rgba: Sequence[float]) -> str:
+    """Black or white, whichever reads better on a cell of this colour: black on a cell
+    whose relative luminance (WCAG 2's, from sRGB) is above the level where both contrast
+    alike, white below it."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(float(c)) for c in rgba[:3])
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "black" if luminance > 0.179 else "white"  # (L + 0.05)/0.05 = 1.05/(L + 0.05)
 
 
 def paired(

@@ -178,10 +178,7 @@ def main_validate(args: argparse.Namespace) -> int:
         print(f"{'rate':>7s} {'meas on':>8s} {'meas off':>8s} {'meas diff':>12s} "
               f"{'pred on':>8s} {'pred off':>8s} {'pred diff':>9s}  direction")
         for pt in d["rates"]:
-            verdict = (
-                "within noise" if pt["direction_right"] is None
-                else ("right" if pt["direction_right"] else "WRONG")
-            )
+            verdict = direction_verdict(pt, d["noise_sigmas"])
             print(
                 f"{pt['target_rate_per_s']:7.0f} {pt['measured_on_mean']:8.0f} "
                 f"{pt['measured_off_mean']:8.0f} {pt['measured_off_minus_on']:+6.0f}"
@@ -192,14 +189,28 @@ def main_validate(args: argparse.Namespace) -> int:
               "measured difference exceeds the noise")
         pool = d["pooled"]
         if pool.get("rates"):
-            verdict = (
-                "within noise" if pool["direction_right"] is None
-                else ("right" if pool["direction_right"] else "WRONG")
-            )
+            verdict = direction_verdict(pool, d["noise_sigmas"])
             print(f"mean over {pool['rates']} rates: measured "
                   f"{pool['measured_off_minus_on']:+.0f} +/- {pool['measured_diff_stderr']:.0f}, "
                   f"predicted {pool['predicted_off_minus_on']:+.0f}: direction {verdict}")
     return 0
+
+
+def direction_verdict(point: dict[str, Any], sigmas: float) -> str:
+    """The verdict on one predicted off-minus-on difference: right or WRONG where the
+    measured difference exceeds the noise; where it does not, whether the predicted one is
+    within that noise too, or beyond it (a difference predicted that was not measured: its
+    size is wrong, whatever its sign)."""
+    if point["direction_right"] is not None:
+        return "right" if point["direction_right"] else "WRONG"
+    se = point["measured_diff_stderr"]
+    if se != se:  # no repeats: no noise to judge by
+        return "not judged (a setting without repeats)"
+    gap = point["predicted_off_minus_on"] - point["measured_off_minus_on"]
+    if abs(gap) <= sigmas * se:
+        return "measured within noise, predicted too"
+    return (f"measured within noise, predicted {abs(gap) / se:.1f} standard errors from it: "
+            "WRONG size")
 
 
 def print_limits(report: dict[str, Any]) -> None:
@@ -268,6 +279,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     for multi, marker in ((False, "o"), (True, "s")):
         rows = [r for r in report["runs"] if r["multi_accept"] == multi]
+        if not rows:  # a setting with no runs: no legend entry for nothing
+            continue
         ax.scatter(
             [r["target_rate_per_s"] for r in rows],
             [r["measured"]["reply_rate_per_s"] for r in rows],

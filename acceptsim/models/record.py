@@ -112,6 +112,15 @@ class Metric:
     present: Callable[[Window], bool] | None = None
 
 
+def _waits_in_epoll(w: Window) -> bool:
+    """Whether the run's server waits for events with epoll_wait: nginx's event loop (and
+    HAProxy's, built on it) or the userver's epoll dispatch."""
+    from acceptsim.models.servers.nginx import Nginx
+
+    server = w.host.server
+    return isinstance(server, Nginx) or getattr(server, "mechanism", None) == "epoll"
+
+
 def _policy_params(policy: Any) -> dict[str, Any]:
     """A built-in policy's parameters (empty for a custom policy without ``p``)."""
     if isinstance(policy, policies.StaticLimit):
@@ -253,9 +262,14 @@ METRICS: tuple[Metric, ...] = (
     Metric("drops_per_s", "SYNs/s", "SYN drops by rule (syn_q_full, accept_q_full, "
            "drop_request), listen_overflow, and their total", "kernel",
            lambda w: {k: w.per_s(v) for k, v in w.drops.items()}),
-    Metric("select_calls_per_s", "calls/s", "select() calls (None: the server has none)",
-           "server", lambda w: w.per_s(w.server.select_calls) if w.host.server.has_select
-           else None),
+    Metric("select_calls_per_s", "calls/s", "select() calls (None: the server has none); for "
+           "a server that waits in epoll_wait (nginx, HAProxy) its epoll_wait calls, which "
+           "epoll_wait_calls_per_s names", "server",
+           lambda w: w.per_s(w.server.select_calls) if w.host.server.has_select else None),
+    Metric("epoll_wait_calls_per_s", "calls/s", "epoll_wait() calls of a server that waits "
+           "for events with it (nginx, HAProxy, userver-epoll; None: the server waits "
+           "otherwise)", "server",
+           lambda w: w.per_s(w.server.select_calls) if _waits_in_epoll(w) else None),
     Metric("conns_per_work_phase", "connections", "connections served per work phase", "server",
            lambda w: ratio(w.server.conns_worked, w.server.work_phases)),
     Metric("response_time_ms", "ms", "the replies' response times: mean, p50, p99, p999 (the "
