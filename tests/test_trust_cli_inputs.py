@@ -161,3 +161,9 @@ def test_a_tilde_in_out_and_the_cache_is_the_home_directory(stored, tmp_path,
     assert (home / "sw" / "results.parquet").is_file()
     assert any((home / "cache").iterdir())
     assert not (tmp_path / "~").exists()
+
+
+def test_search_checks_the_cache_before_any_run(capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ACCEPTSIM_CACHE", str(tmp_path / "c\udcff"))
+    refused(capsys, ["search", "--rate", "1000", "--duration", "0.3", "--candidates", "1,10",
+                     "--replications", "2"], "ACCEPTSIM_CACHE=", "UTF-8")

@@ -23,7 +23,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from acceptsim.commands.common import add_point_arguments, base_point, importable_spec
+from acceptsim.commands.common import (
+    add_point_arguments,
+    base_point,
+    importable_spec,
+    sweep_cache,
+)
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.models import policies
 from acceptsim.models.policies import check_limit
@@ -102,6 +107,7 @@ def search_static(
     result = search_mod.best_of(
         point, "accept_limit", candidates, prefer=prefer,
         indifference=indifference, replications=replications, jobs=jobs, force=force,
+        cache=sweep_cache(False),  # ACCEPTSIM_CACHE checked (UTF-8, writable) before any run
     )  # fmt: skip
     return {
         "search": "static accept-limit",
@@ -174,7 +180,7 @@ def tune_policy(
     result = search_mod.optimise(
         point, make_point, {k: (lo, hi) for k, (lo, hi, _) in bounds.items()},
         log_scale={k: log for k, (_, _, log) in bounds.items()}, max_evals=max_evals,
-        replications=replications, jobs=jobs, force=force,
+        replications=replications, jobs=jobs, force=force, cache=sweep_cache(False),
     )  # fmt: skip
     best_params = make_point({}, result.best.value)["policy"]
     return {

@@ -75,14 +75,16 @@ def evaluate(
     jobs: int | None = None,
     progress: bool = False,
     force: bool = False,
+    cache: Any = None,
 ) -> np.ndarray:
     """The metric for every point and replication (array ``[point, replication]``);
-    ``force`` lifts the sweep's work bounds (see :func:`acceptsim.sim.sweep.sweep`)."""
+    ``force`` lifts the sweep's work bounds, ``cache`` is the sweep's run cache (see
+    :func:`acceptsim.sim.sweep.sweep`)."""
     from acceptsim.sim.sweep import sweep
 
     frame = sweep(
         list(points), run=run, normalise=normalise, replications=replications, jobs=jobs,
-        progress=progress, force=force,
+        progress=progress, force=force, cache=cache,
     )  # fmt: skip
     return _metric_values(frame, metric, len(points), replications)
 
