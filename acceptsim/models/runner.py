@@ -124,8 +124,16 @@ def expected_requests(point: Mapping[str, Any]) -> float:
     from acceptsim.sim.streams import Streams
 
     config = RunConfig.from_dict(point)
-    workload = WORKLOADS[config.workload][0](config.build_workload_params(), Streams(config.seed))
-    return estimate_work(config).attempts * workload.mean_requests_per_connection()
+    params = config.build_workload_params()
+    key = (config.workload, params)
+    if key not in _MEAN_REQUESTS:  # a workload's mean does not depend on the seed
+        workload = WORKLOADS[config.workload][0](params, Streams(config.seed))
+        _MEAN_REQUESTS[key] = workload.mean_requests_per_connection()
+    return estimate_work(config).attempts * _MEAN_REQUESTS[key]
+
+
+#: each workload's mean requests per connection, by its parameters (made once a process)
+_MEAN_REQUESTS: dict[tuple[str, Any], float] = {}
 
 
 def is_measure(column: str) -> bool:
