@@ -3,15 +3,16 @@
 A timing on a shared machine drifts with its neighbours; an instruction
 count does not (it is the same for the same interpreter, code and inputs),
 so it is the measure to compare two versions of the code by.  Each server's
-bench run (one-packet, 24,000 requests/s) is counted at two durations; the
-difference in instructions over the difference in connection attempts
-leaves out start-up (imports, set-up, results).
+bench run (``acceptsim bench``: one-packet, 24,000 requests/s; its cases, nginx on
+4 CPUs and the userver on the SPECweb99-like workload) is counted at two durations;
+the difference in instructions over the difference in connection attempts
+leaves out start-up (imports, set-up, the heap loop the bench times, results).
 
-    python tools/instructions.py [--servers userver,tux,knot] [--accept-limit L] [--rate R]
-                                 [--general-loop]
+    python tools/instructions.py [--servers userver,tux,knot,nginx-4cpu,userver-specweb99]
+                                 [--accept-limit L] [--rate R] [--general-loop]
 
 Needs ``valgrind`` on the PATH; prints JSON ``{"<server>": instructions, ...}``.
-Takes about half a minute per server.
+Takes about half a minute per server (nginx on 4 CPUs about two).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+#: what ``make bench-instructions`` counts: the paper's three servers, nginx on 4 CPUs and
+#: a SPECweb99-like run (``acceptsim bench``'s cases)
+DEFAULT_SERVERS = "userver,tux,knot,nginx-4cpu,userver-specweb99"
 
 #: simulated seconds of the short and the long run
 DURATIONS_S = (1.0, 3.0)
@@ -45,7 +50,7 @@ def count(
     general_loop: bool = False,
 ) -> tuple[int, int]:
     """(instructions, simulated connection attempts) of one bench run under valgrind."""
-    args = ["bench", "--servers", server, "--duration", str(duration_s)]
+    args = ["bench", "--servers", server, "--duration", str(duration_s), "--rounds", "1"]
     if accept_limit is not None:
         args += ["--accept-limit", accept_limit]
     if rate is not None:
@@ -73,7 +78,7 @@ def count(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--servers", default="userver,tux,knot")
+    parser.add_argument("--servers", default=DEFAULT_SERVERS)
     parser.add_argument("--accept-limit", default=None)
     parser.add_argument("--rate", default=None, help="target rate (default: the bench's)")
     parser.add_argument("--general-loop", action="store_true",
