@@ -3,7 +3,7 @@
 For every server registered in :data:`~acceptsim.models.servers.registry.SERVERS`, one run of
 the one-packet workload at 24,000 requests/s (the paper's overload region), and the
 cases of :data:`CASES` (nginx on a 4-CPU host at four times the rate, the userver on
-the SPECweb99-like workload); prints JSON ``{"<server>": {"conns_per_cpu_s": ...,
+the SPECweb99-like workload and in a closed loop of 64 users); prints JSON ``{"<server>": {"conns_per_cpu_s": ...,
 ...}, ...}``.  CPU time is the simulating process's own (``time.process_time``) over
 the run's event loop.  The default accept-limit is :class:`RunConfig`'s (1);
 ``--accept-limit`` sets another.
@@ -65,6 +65,8 @@ CASES: dict[str, dict[str, Any]] = {
     # the paper's SPECweb99-like load on the userver past its peak (figure 8's x axis is
     # requests/s: 7.2 per connection, so 3,000 connections/s is 21,600 requests/s)
     "userver-specweb99": {"server": "userver", "workload": "specweb99", "rate_scale": 0.125},
+    # a closed loop (wrk, ab): 64 users, each connecting anew when its last connection ends
+    "userver-closed-64": {"server": "userver", "concurrency": 64},
 }
 
 

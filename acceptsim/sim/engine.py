@@ -123,13 +123,13 @@ class Entry:
         return self.seq < other.seq
 
 
-# The event heap's operations: heapq's algorithm (a binary heap; the same functions
-# as heapq.heappush, heappop and heapreplace) on Entry objects.  Compiled, these
-# compare two entries natively: their instants as native floats, and only on a tie
-# ``a.__lt__(b)`` (spelled out: the build turns ``a < b`` into Python's rich
-# comparison), where heapq calls each comparison through Python (three times the
-# instructions).  From source, heapq's own
-# functions are used instead (below).  Every entry's key is unique (its sequence
+# The event heap's operations: a binary heap (the functions of heapq.heappush, heappop
+# and heapreplace; the replace sifts top-down, heap_replace says why) on Entry objects.
+# Compiled, these compare two entries natively: their instants as native floats, and
+# only on a tie ``a.__lt__(b)`` (spelled out: the build turns ``a < b`` into Python's
+# rich comparison), where heapq calls each comparison through Python (three times the
+# instructions).  From source, heapq's own functions are used instead (below).  Every
+# entry's key is unique (its sequence
 # number), so any correct heap pops the same entries in the same order.
 
 
@@ -151,9 +151,34 @@ def heap_pop(heap: list[Entry]) -> Entry:
 
 def heap_replace(heap: list[Entry], entry: Entry) -> Entry:
     """Take the first entry off ``heap`` (not empty) and put ``entry`` on it, in one
-    sift; returns the entry taken off."""
+    sift; returns the entry taken off.
+
+    The sift walks down from the root and stops where ``entry`` comes before the
+    earlier child (a top-down sift, where :func:`heap_pop` walks to a leaf and back up
+    as heapq does): an entry that replaces the first is the next instant of one that
+    recurs (a delay line's next head, the next arrival), which lands near the root
+    (a level or two down on the userver's heap of about 20, whose leaves are four
+    levels down).  Either sift leaves a valid heap, and every key is unique, so the
+    entries come off in the same order."""
     first = heap[0]
-    _sift_up(heap, entry)
+    end: i64 = len(heap)
+    pos: i64 = 0
+    child_pos: i64 = 1
+    t = entry.t
+    while child_pos < end:
+        child = heap[child_pos]
+        right_pos: i64 = child_pos + 1
+        if right_pos < end:
+            right = heap[right_pos]
+            if child.t > right.t or (child.t == right.t and not child.__lt__(right)):
+                child = right
+                child_pos = right_pos
+        if t < child.t or (t == child.t and entry.__lt__(child)):
+            break  # ``entry`` comes before both children: its place
+        heap[pos] = child
+        pos = child_pos
+        child_pos = 2 * pos + 1
+    heap[pos] = entry
     return first
 
 
