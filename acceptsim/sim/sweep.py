@@ -169,6 +169,7 @@ class Batch:
             if count == 0:
                 yield g, []
         done: dict[str, dict[str, Any]] = {}
+        users = {key: len(groups) for key, groups in self.groups_of.items()}
         for i, record in run_each(run, [self.configs[k] for k in keys], jobs, progress):
             key = keys[i]
             done[key] = record
@@ -176,6 +177,10 @@ class Batch:
                 waiting[g] -= 1
                 if waiting[g] == 0:
                     yield g, [done[k] for k in self.keys[g]]
+                    for k in set(self.keys[g]):  # kept only while a group still needs it
+                        users[k] -= 1
+                        if users[k] == 0:
+                            del done[k]
 
 
 def to_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
