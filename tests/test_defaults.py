@@ -51,6 +51,7 @@ def test_haproxy_runs_with_its_maxaccept_and_derived_maxconn() -> None:
     host = params.replace(open_files=20000)
     assert host.max_connections == host.backlog == testbed.HAPROXY_MAXCONN
     assert params.replace(max_connections=100).backlog == 100  # backlog follows maxconn
+    assert params.replace(open_files=64).max_connections == haproxy.DEFAULT_MAXCONN
 
 
 @pytest.mark.parametrize("server", FIRST[:1] + FIRST[2:])

@@ -99,15 +99,18 @@ SYSTEMD_NOFILE_HARD = 524288
 OWN_DESCRIPTORS = 26
 #: how HAProxy 2.6 derives maxconn when none is set (compute_ideal_maxconn, src/haproxy.c:
 #: two descriptors a connection)
-MAXCONN_RULE = ("unset, as HAProxy 2.6 derives it: (open_files - own_descriptors) / 2 "
-                f"({(SYSTEMD_NOFILE_HARD - OWN_DESCRIPTORS) // 2:,} with their defaults)")
+MAXCONN_RULE = ("unset, as HAProxy 2.6 derives it: (open_files - own_descriptors) / 2, at "
+                f"least DEFAULT_MAXCONN ({(SYSTEMD_NOFILE_HARD - OWN_DESCRIPTORS) // 2:,} with "
+                "their defaults)")
+#: the least maxconn HAProxy 2.6 derives (DEFAULT_MAXCONN, include/haproxy/defaults.h)
+DEFAULT_MAXCONN = 100
 #: the bind line's backlog when none is set (HAProxy 2.6's manual, bind "backlog")
 BACKLOG_RULE = "unset, the frontend's backlog, which is its maxconn (= max_connections)"
 
 
 def _maxconn(params: Any) -> int:
     """:data:`MAXCONN_RULE`."""
-    return max(1, (params.open_files - params.own_descriptors) // 2)
+    return max(DEFAULT_MAXCONN, (params.open_files - params.own_descriptors) // 2)
 
 
 def _backlog(params: Any) -> int:
