@@ -182,8 +182,10 @@ def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: f
     "kernel after 1 s (late by its timer wheel's granularity) and httperf's 1 s timeout "
     "fires late when its processes share a CPU; when the retransmission wins, the handshake "
     "completes and httperf then closes the connection unused, which nginx accepts, reads "
-    "the end of and closes.  The model's client always times out first (models/client.py).  "
-    "Numbers: tests/data/measured/README.md, nginx-loopback-cgroup-scopes, \"What misses\""))
+    "the end of and closes.  The model has both clocks (RunConfig.client_processes_per_cpu, "
+    "the kernel's client_timer_wheel_shift) but the measured sets do not run with them yet, "
+    "and with them it makes 40-60% of these.  Numbers: tests/data/measured/README.md, "
+    "nginx-loopback-cgroup-scopes, \"What misses\", and \"The client's two clocks\""))
 def test_handshakes_completed_without_a_request_past_saturation_are_the_models() -> None:
     """One worker at 5,000 and 6,000/s: the connections the kernel established
     (TcpPassiveOpens) beyond the replies, per second, against the model's accepts beyond

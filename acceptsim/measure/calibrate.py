@@ -172,14 +172,10 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     server_params: dict[str, Any] = {"backlog": info.server.backlog}
     if info.server.max_connections:
         server_params["max_connections"] = info.server.max_connections
-    # httperf's processes on the CPUs it was pinned to take turns there (models.client);
-    # unpinned, each is taken to have a CPU of its own
-    load_cpus = len(parse_cpu_list(info.load.cpus)) if info.load.cpus else info.load.processes
     return RunConfig.from_dict(
         {
             **quota,
             **layout,
-            "client_processes_per_cpu": math.ceil(info.load.processes / load_cpus),
             "server_params": server_params,
             "server": SERVER_MODELS[info.server.name],
             "accept_limit": accept_limit_of(run),

@@ -32,6 +32,13 @@ open that much longer (a server that pays per open descriptor, as select()
 and Capriccio's poll do, then collapses).  With both loop costs 0 the request
 leaves right behind the ACK and the FIN one round trip after the reply.
 
+The client's two clocks (``processes_per_cpu`` > 1, with a ticking client kernel): the
+kernel retransmits a dropped SYN on its timer wheel (late by up to a bucket), while
+httperf, whose processes busy-poll, gives a step up only in its process's turn on the
+CPU.  A SYN retransmitted between the deadline and that turn still goes out, and if it
+gets in, the handshake completes and httperf closes the connection unused
+(:meth:`Client.give_up_at`, :meth:`Client.syn_ack`).
+
 Timeouts are not events: a step's deadline is stored on the connection and
 compared with the clock wherever it matters (a late reply, a segment the
 server touches, the end of the run), which gives the same outcomes at a
@@ -99,6 +106,14 @@ class ClientParams(Params):
         False, unit="", doc="closed loop: each user keeps its connection and sends its next "
         "request when the reply arrives, until a step times out",
     )
+    processes_per_cpu: int = param(
+        1, unit="processes", ge=1, doc="httperf processes sharing one client CPU.  httperf "
+        "polls in a busy loop, so processes on one CPU take turns of one scheduler tick "
+        "(the kernel profile's sched_tick_s) and a process checks its timeouts only in its "
+        "turns: a step gives up at its deadline if its process is running then, else at "
+        "the start of its next turn (:meth:`Client.give_up_at`).  1: each process has a CPU "
+        "of its own (the paper's client machines)",
+    )
 
 
 COMPLETED: Final = "completed"
@@ -107,6 +122,11 @@ TIMED_OUT: Final = "timed_out"
 KEEPALIVE_REQUESTS: Final = 1 << 60
 #: slack, in ticks, for instants computed on a tick boundary in floating point
 _TICK_EPS: Final = 1e-6
+#: Linux 4.8's timer wheel (kernel/time/timer.c): buckets per level (LVL_SIZE) and levels
+#: (LVL_DEPTH at HZ > 100): a delay of d ticks is filed at the first level n whose range,
+#: up to (LVL_SIZE - 1) << n * LVL_CLK_SHIFT ticks, holds it
+_WHEEL_BUCKETS: Final = 64
+_WHEEL_LEVELS: Final = 9
 
 
 class _Uniforms:
@@ -172,6 +192,11 @@ class Client:
         #: segments that answer a segment just received come back one round trip later
         self._lan = env.delay_line(params.rtt_s)
         self.timeout = params.timeout_s
+        #: httperf processes taking turns on one client CPU, and the length of a turn
+        self._turns: int = params.processes_per_cpu
+        self._turn_s: float = profile.sched_tick_s
+        if self._turns > 1:
+            self._turn_place = _Uniforms(streams, "client_turns")
         mean_gap = 1.0 / params.rate_per_s
         if params.spacing == "poisson":
             self._gap = streams.exponential("arrivals", mean_gap)
@@ -204,6 +229,7 @@ class Client:
         #: the client kernels' timer tick (0: retransmission timers fire at their exact
         #: instant) and, per client machine, the phase of its ticks
         self._tick = profile.client_timer_tick_s
+        self._wheel_shift: int = profile.client_timer_wheel_shift
         self._machines = costs.client_machines if costs is not None else 1
         self._tick_phase: list[float] = []
         if self._tick > 0:
@@ -270,6 +296,12 @@ class Client:
         self._kernel_fin = listen_path.fin
         self._kernel_reset = listen_path.reset
 
+    def share_one_kernel(self) -> None:
+        """Every client process runs on one kernel (the clients on the server's host, over
+        loopback): their retransmission timers tick together, on one phase."""
+        if self._tick_phase:
+            self._tick_phase = self._tick_phase[:1]
+
     def record_series(self, interval_s: float, duration_s: float) -> None:
         """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
         self.series_interval_s = interval_s
@@ -285,9 +317,35 @@ class Client:
         self.env.call_recurring(self._gap() + self.owd, self._gap, self._arrival)
 
     def _arrival(self, _: object) -> None:
+        """A new connection's first SYN reaches the server (or, with httperf's processes
+        taking turns on a CPU, its time to start comes: :meth:`_turn_start`)."""
+        if self._turns > 1 and not self._users:
+            due = self.clock.now - self.owd
+            start = self._turn_start(self._next_id % self._turns, due)
+            if start > due:  # its process is waiting for its turn
+                self.env.call_late_at(start + self.owd, self._start_now)
+                return
+        self._start_now(None)
+
+    def _turn_start(self, process: int, at: float) -> float:
+        """When httperf process ``process`` next runs, at or after ``at``.
+
+        Over a few ticks the processes on one CPU take their turns in a fixed round
+        (turn m of the CPU's ticks is process m mod ``processes_per_cpu``'s): a
+        process starts the connections that fell due while it waited at the start of
+        its turn, in one burst, after the tick's timers have run (so a SYN the tick's
+        timer retransmits goes first: hence the late priority in :meth:`_arrival`).
+        """
+        turn = self._turn_s
+        phase = self._tick_phase[0] if self._tick_phase else 0.0
+        m = math.floor((at - phase) / turn + _TICK_EPS)
+        wait = (process - m) % self._turns
+        return at if wait == 0 else phase + float(m + wait) * turn
+
+    def _start_now(self, _: object) -> None:
         """A new connection's first SYN reaches the server."""
         started = self.clock.now - self.owd
-        conn = Connection(self._next_id, started, started + self.timeout)
+        conn = Connection(self._next_id, started, self.give_up_at(started))
         self._next_id += 1
         if started >= self.window_start:
             self.attempted += 1
@@ -345,17 +403,48 @@ class Client:
 
         The kernel counts time in ticks (jiffies): a timer armed during a tick
         expires ``timeout`` (rounded up to whole ticks) after that tick began, and
-        runs at the tick interrupt.  Every timer of one machine that expires in
-        the same tick runs in that interrupt, so their segments leave together.
-        Each client machine's ticks have their own phase; ``conn`` belongs to
+        runs at the tick interrupt; on Linux 4.8's wheel (``client_timer_wheel_shift``),
+        at the first boundary of its level's bucket after that.  Every timer of one
+        machine that expires in the same tick runs in that interrupt, so their
+        segments leave together.  Each client machine's ticks have their own phase
+        (one, for clients on the server's host: :meth:`share_one_kernel`); ``conn`` belongs to
         machine ``conn.id % client_machines``.
         """
         tick = self._tick
-        phase = self._tick_phase[conn.id % self._machines]
-        ticks = math.floor((armed_at - phase) / tick + _TICK_EPS) + math.ceil(
-            timeout / tick - _TICK_EPS
-        )
-        return phase + ticks * tick
+        phase = self._tick_phase[conn.id % len(self._tick_phase)]
+        delay = math.ceil(timeout / tick - _TICK_EPS)
+        expires = math.floor((armed_at - phase) / tick + _TICK_EPS) + delay
+        shift = self._wheel_shift
+        if shift:  # Linux 4.8's wheel: run at the first boundary of its level's bucket after
+            level = 0  # it expires (the level whose range holds the delay)
+            while level < _WHEEL_LEVELS - 1 and delay >= (_WHEEL_BUCKETS - 1) << (shift * level):
+                level += 1
+            width = shift * level
+            expires = ((expires >> width) + 1) << width
+        return phase + expires * tick
+
+    def give_up_at(self, since: float) -> float:
+        """When httperf gives up a step that began at ``since`` (its timeout's deadline,
+        ``since + timeout``, on its process's clock).
+
+        httperf checks its timers at the top of each turn of its event loop.  Its
+        processes poll in a busy loop, so ``processes_per_cpu`` of them on one CPU take
+        turns of one scheduler tick each, and a process that is not running at the
+        deadline gives up at the start of its next turn.  The deadline's place in its
+        process's round of turns is taken as uniform (a round is a few ticks; anything
+        else the CPU runs shifts it), so with k processes the step gives up at once with
+        probability 1/k and otherwise up to (k - 1) ticks late.  Everything the client
+        does for the step compares with this instant: a reply arriving after it is not
+        read, and a SYN its kernel retransmits before it still goes out
+        (:meth:`syn_dropped`).
+        """
+        deadline = since + self.timeout
+        if self._turns == 1:
+            return deadline
+        place = self._turn_place.draw() * float(self._turns)  # in turns after its own began
+        if place < 1.0:
+            return deadline
+        return deadline + (float(self._turns) - place) * self._turn_s
 
     def reaction_delay(self) -> float:
         """How long httperf takes to act on an event on one of its sockets (now).
@@ -381,6 +470,16 @@ class Client:
             self.clock.call_in(self.rtt, self._kernel_reset, conn)
             return
         connected = self.clock.now + self.owd
+        if connected >= conn.started_at + self.timeout and conn.outcome is None:
+            # a SYN the kernel retransmitted after the deadline, while httperf's process
+            # waited for its turn (:meth:`give_up_at`): the kernel completes the
+            # handshake, and in that turn httperf's timer check comes before it sees the
+            # socket writable, so it closes the connection without a request
+            self._lan.put(self._kernel_bare_ack, conn)  # its FIN follows its ACK
+            self.clock.call_at(max(conn.deadline + self.owd, self.clock.now + self.rtt),
+                               self._close_unused, conn)
+            self.resolve(conn, TIMED_OUT, conn.deadline)
+            return
         if self._fixed_left is not None:  # every connection alike
             conn.requests_left = self._fixed_left
             conn.reply_bytes = self._fixed_bytes
@@ -393,7 +492,7 @@ class Client:
             conn.requests_left = KEEPALIVE_REQUESTS
         if not self._reacts:  # the request leaves right behind the ACK
             conn.request_sent_at = connected
-            conn.deadline = connected + self.timeout
+            conn.deadline = self.give_up_at(connected)
             if self._users:
                 self._arm(conn)
             if connected >= self.window_start:
@@ -404,13 +503,38 @@ class Client:
         # loop sees the socket writable
         sent = connected + self.reaction_delay()
         conn.request_sent_at = sent
-        conn.deadline = sent + self.timeout
+        conn.deadline = self.give_up_at(sent)
         if self._users:
             self._arm(conn)
         if sent >= self.window_start:
             self.requests += 1
         self._lan.put(self._kernel_bare_ack, conn)
         self.clock.call_at(sent + self.owd, self._kernel_first_request, conn)
+
+    def _close_unused(self, conn: Connection) -> None:
+        """httperf's close of a connection it never used (:meth:`syn_ack`) reaches the
+        server (now).  If the handshake's ACK overflowed the accept queue, the FIN, which
+        acknowledges the SYN-ACK too, is one more try at the move, and the client
+        retransmits it on the data RTO until it gets in or the orphaned socket gives up
+        (``orphan_retries``)."""
+        self._kernel_fin(conn)
+        if conn.state == SYN_RECV:
+            self._kernel_bare_ack(conn)
+            self._fin_unacknowledged(conn, self.clock.now - self.owd)
+
+    def _fin_unacknowledged(self, conn: Connection, sent: float) -> None:
+        if conn.state != SYN_RECV or conn.data_rtx >= self.profile.orphan_retries:
+            return
+        rto = min(self.profile.data_rto_min_s * 2**conn.data_rtx, self.profile.rto_max_s)
+        fires = self.timer_fires(conn, sent, rto) if self._tick > 0 else sent + rto
+        self.clock.call_at(fires + self.owd, self._fin_retransmit, conn)
+
+    def _fin_retransmit(self, conn: Connection) -> None:
+        if conn.state != SYN_RECV:  # it got in, or was reset
+            return
+        conn.data_rtx += 1
+        self._kernel_bare_ack(conn)
+        self._fin_unacknowledged(conn, self.clock.now - self.owd)
 
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK (with the request behind it) overflowed: the request
@@ -493,7 +617,7 @@ class Client:
             if self._start_connection is None:
                 conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
-            conn.deadline = conn.request_sent_at + self.timeout
+            conn.deadline = self.give_up_at(conn.request_sent_at)
             if self._users:
                 self._arm(conn)
             if conn.request_sent_at >= self.window_start:

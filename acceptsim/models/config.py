@@ -288,6 +288,10 @@ class RunConfig(Params):
             raise ConfigError("cpu_quota", self.cpu_quota,
                               f"at most {limit} CPU{'s' if limit > 1 else ''} (the CPUs the "
                               f"{'worker' if per_worker else 'server'}'s cgroup may use)")
+        if self.client_processes_per_cpu > 1 and not self.kernel.client_timer_tick_s:
+            raise ConfigError("client_processes_per_cpu", self.client_processes_per_cpu,
+                              "1 unless the kernel's client_timer_tick_s > 0 (the processes' "
+                              "turns race the client kernel's ticking SYN timer)")
         if self.keepalive and not self.concurrency:
             raise ConfigError("keepalive", self.keepalive, "false without concurrency (the "
                               "open loop's connections follow the workload)")

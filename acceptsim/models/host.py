@@ -63,11 +63,13 @@ class Host:
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s,
             rate_profile=config.rate_profile, concurrency=config.concurrency,
-            keepalive=config.keepalive,
+            keepalive=config.keepalive, processes_per_cpu=config.client_processes_per_cpu,
         )
         self.client = Client(
             env, client_params, config.kernel, self.workload, streams, config.costs
         )
+        if config.network == "loopback":  # the clients' timers tick on the host's kernel
+            self.client.share_one_kernel()
         # the send side charges the server host's kernel, and on loopback there is no link
         self.client.tx = SendPath(
             env, self.client, config.kernel, config.listen_costs(), config.costs.client_machines,

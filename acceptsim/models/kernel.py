@@ -97,6 +97,20 @@ class KernelProfile(Params):
         "in one tick that were all dropped come back together, as one burst; 0: every timer "
         "fires at its exact instant",
     )
+    client_timer_wheel_shift: int = param(
+        0,
+        unit="bits",
+        ge=0,
+        le=6,
+        doc="the client kernel's timer wheel, with client_timer_tick_s > 0.  0: a timer "
+        "fires at the tick it expires (2.4's cascading wheel).  3: Linux 4.8's wheel "
+        "(kernel/time/timer.c, LVL_CLK_SHIFT): levels of 64 buckets, each level's buckets "
+        "2**3 times wider than the level below's, a timer filed at the level its delay "
+        "falls in and run at the first boundary of its bucket after it expires, so it fires "
+        "up to a bucket late; at HZ=250 a 1-s SYN timer (250 ticks: level 1, 8-tick "
+        "buckets) fires 1.000-1.032 s after its SYN (measured on this project's host: "
+        "tests/data/measured/README.md, \"The client's two clocks\")",
+    )
     synack_rto_s: float = param(3.0, unit="s", gt=0.0, doc="server's initial SYN-ACK timeout")
     synack_retries: int = param(5, unit="retransmissions", ge=0, doc="tcp_synack_retries")
     synq_timer_s: float = param(
@@ -200,6 +214,10 @@ LINUX_MODERN = KernelProfile(
     young_rule=False,
     syn_rto_s=1.0,
     synack_rto_s=1.0,
+    # exact client timers: the measured HZ=250 wheel (client_timer_tick_s 0.004,
+    # client_timer_wheel_shift 3) is the mechanism of the clients' two clocks, switched on
+    # with client_processes_per_cpu (models.client.Client.give_up_at) once the measured
+    # sets are refitted with it (issue 47)
     client_timer_tick_s=0.0,
     synq_timer_s=0.0,
     # EEVDF's base slice on 2-3 online CPUs (this project's measuring host) and HZ=250
