@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: importing this never changes the backend
 
-from acceptsim.sim.errors import ConfigError, shorten
+from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.files import atomic_path
 from acceptsim.sim.scenario import Scenario
 
@@ -129,20 +129,20 @@ def _normalised(scenario: Scenario) -> set[str]:
     return {spec["metric"] + ".normalised"} if spec is not None else set()
 
 
-def check_names(scenario: Scenario, named: list[tuple[str, str, bool]] | None = None,
-                probe: bool = False) -> None:
+def check_names(scenario: Scenario, named: list[tuple[str, str, bool]] | None = None) -> None:
     """Before any run: every column the scenario names is one its runs' records can have
     (a field of the run record, of the run configuration or of the sweep, or a measure of
     the scenario's servers' own), and one that must hold numbers is not a text field (the
-    server's name, the workload's).  A server's own measures are found by a run of a few
-    simulated milliseconds of the first point on that server, made only when a name is
-    not a field of the record or the configuration, or always with ``probe`` (which also
-    checks a nested column, ``drops_per_s.total``, and that a number is no list).
+    server's name, the workload's), a list (one value per NIC, CPU or worker) or a table
+    named without its key (``drops_per_s`` for ``drops_per_s.total``).  A server's own
+    measures are found by a run of a few simulated milliseconds of the first point on each
+    server, made only when a name is none of the others; a table's keys are checked
+    against the runs' frame (:func:`check_columns`).
 
     ``named``: (field, column, numbers needed) for each column (default: the scenario's
     :func:`named_columns`)."""
     from acceptsim.models.config import RunConfig
-    from acceptsim.models.record import METRICS
+    from acceptsim.models.record import METRICS, SHAPES
     from acceptsim.sim.sweep import META_COLUMNS
 
     fields = RunConfig.__dataclass_fields__
@@ -150,26 +150,24 @@ def check_names(scenario: Scenario, named: list[tuple[str, str, bool]] | None = 
     known = {m.name for m in METRICS} | set(fields) | {
         part for key in scenario.sweep for part in key.split("+")
     } | set(META_COLUMNS) | set(MSER_COLUMNS)
-    record = _probe(scenario) if probe else None
+    extras: set[str] | None = None
     for field, column, numeric in named_columns(scenario) if named is None else named:
         if column in _normalised(scenario):  # checked as plot.normalise.metric
             continue
         base = column.split(".")[0]
         if numeric and column in text:
             raise ConfigError(field, column, "a column of numbers (this one holds names)")
-        if record is None and base in known:
+        if numeric and SHAPES.get(base) == "list":
+            raise ConfigError(field, column, "a column of numbers (this one holds a list: "
+                              "one value per NIC, CPU or worker)")
+        if SHAPES.get(base) == "table" and column == base:
+            raise ConfigError(field, column, f"a column: the table {base} has one per key, "
+                              f"e.g. {base}.<key> (`acceptsim run --format json` shows them)")
+        if base in known:
             continue
-        if record is None:
-            record = _probe(scenario)
-        bases = {name.split(".")[0] for name in record}
-        if base in bases and column not in record and column != base and probe:
-            near = sorted(c for c in record if c.split(".")[0] == base)
-            raise ConfigError(field, column, "a column of the runs' records: one of "
-                              + ", ".join(near[:12]))
-        if numeric and isinstance(record.get(column), (list, dict)):
-            raise ConfigError(field, column, "a column of numbers (it holds a list, e.g. "
-                              f"{shorten(repr(record[column]), 60)})")
-        if base not in bases and base not in known:
+        if extras is None:
+            extras = {name.split(".")[0] for name in _probe(scenario)}
+        if base not in extras:
             raise ConfigError(field, column, "a column of the runs' records, e.g. "
                               + ", ".join(DEFAULT_Y + ["drops_per_s.total",
                                                        "response_time_ms.mean"])

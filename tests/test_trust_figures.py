@@ -84,3 +84,18 @@ def test_validate_plot_has_no_legend_entry_for_a_setting_without_runs(tmp_path,
     cmd_calibrate.plot({"runs": runs}, tmp_path / "v.png")
     labels = [t.get_text() for t in seen[0].axes[0].get_legend().get_texts()]
     assert labels == ["measured, multi_accept on", "predicted, multi_accept on"]
+
+
+def test_the_records_tables_and_lists_are_declared() -> None:
+    """record.SHAPES names every field that is no single number (what a metric check
+    refuses before any run), as a record of several workers, a series and a quota has them."""
+    from acceptsim.models.record import METRICS, SHAPES
+
+    record = simulate(RunConfig(server="nginx", cpus=2, rate_per_s=1000, duration_s=0.2,
+                                warmup_s=0.05, series_interval_s=0.01,
+                                timeseries_interval_s=0.05, cpu_quota=1.5))
+    names = {m.name for m in METRICS}
+    found = {k: "list" if isinstance(v, list) else "table" for k, v in record.items()
+             if k in names and isinstance(v, (list, dict))}
+    assert found == {k: v for k, v in SHAPES.items() if k in record}
+    assert set(SHAPES) <= names

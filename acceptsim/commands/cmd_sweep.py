@@ -140,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
     report.check_spec(scenario)  # a [plot] or [[expect]] reproduce would refuse: before any run
     planned = Scenario(**{**scenario.__dict__, "base": {**scenario.base, **overrides},
                           "sweep": {**scenario.sweep, **vary}})
-    report.check_names(planned, [("--metric", args.metric, True)], probe=True)  # before any run
+    report.check_names(planned, [("--metric", args.metric, True)])  # before any run
     out = expand_user(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
     check_utf8_path("out", out)
     cache = sweep_cache(args.no_cache)  # before the first run: named if it cannot be written

@@ -354,6 +354,17 @@ METRICS: tuple[Metric, ...] = (
            present=lambda w: "busy_area" in w.server.own),
 )
 
+#: the fields of the record that are no single number: a table (a sweep's frame has a column
+#: per key, ``drops_per_s.total``) or a list (one value per NIC, CPU or worker: no column of
+#: numbers); tests/test_trust_figures.py checks it against a record
+SHAPES: dict[str, str] = {
+    "policy_params": "table", "drops_per_s": "table", "response_time_ms": "table",
+    "cpu_share": "table", "connections": "table", "httperf": "table", "nstat_per_s": "table",
+    "queues": "table", "timeseries": "table", "link_utilization": "list",
+    "cfs": "table", "per_worker": "list", "kernel_share_per_cpu": "list",
+    "replies_per_interval": "list",
+}
+
 
 def measure(host: Host, start: dict[str, Any], end: dict[str, Any], cpu_time_s: float) -> Window:
     """The window between two snapshots of the host's counters
