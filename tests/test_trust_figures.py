@@ -99,3 +99,16 @@ def test_the_records_tables_and_lists_are_declared() -> None:
              if k in names and isinstance(v, (list, dict))}
     assert found == {k: v for k, v in SHAPES.items() if k in record}
     assert set(SHAPES) <= names
+
+
+def test_validate_per_limit_sign_within_noise_says_whether_the_prediction_is(capsys) -> None:
+    cells = [{"accept_limit": lim, "measured_mean": 1000.0, "measured_stderr": 40.0,
+              "predicted": 1000.0} for lim in (1.0, 4.0, math.inf)]
+    point = {"target_rate_per_s": 3000.0, "limits": cells, "measured_best": 1.0,
+             "predicted_best": 1.0, "best_right": True,
+             "one_minus_inf": {"measured": 50.0, "measured_stderr": 56.0, "predicted": 400.0,
+                               "sign_right": None}}
+    cmd_calibrate.print_limits({"limits": {"rates": [point], "noise_sigmas": 2.0,
+                                           "best_right": 1, "best_wrong": 0}})
+    out = capsys.readouterr().out
+    assert "predicted +400: measured within noise, predicted 6.2 standard errors" in out, out

@@ -197,7 +197,8 @@ def main_validate(args: argparse.Namespace) -> int:
 
 
 def direction_verdict(point: dict[str, Any], sigmas: float) -> str:
-    """The verdict on one predicted off-minus-on difference: right or WRONG where the
+    """The verdict on one predicted difference (off minus on; limit 1 minus inf in
+    print_limits, under the same keys): right or WRONG where the
     measured difference exceeds the noise; where it does not, whether the predicted one is
     within that noise too, or beyond it (a difference predicted that was not measured: its
     size is wrong, whatever its sign)."""
@@ -233,8 +234,10 @@ def print_limits(report: dict[str, Any]) -> None:
                 f"{_limit(pt['predicted_best'])}: {verdict}")
         one = pt.get("one_minus_inf")
         if one is not None:
-            sign = ("within noise" if one["sign_right"] is None
-                    else "right" if one["sign_right"] else "WRONG")
+            sign = direction_verdict({
+                "direction_right": one["sign_right"], "measured_off_minus_on": one["measured"],
+                "measured_diff_stderr": one["measured_stderr"],
+                "predicted_off_minus_on": one["predicted"]}, lim["noise_sigmas"])
             line += (f"; limit 1 minus inf measured {one['measured']:+.0f} +/- "
                      f"{one['measured_stderr']:.0f}, predicted {one['predicted']:+.0f}: {sign}")
         print(line)
