@@ -99,7 +99,8 @@ def test_figures_run_together_give_the_records_each_gives_alone(
     single = pd.read_csv(tmp_path / "a" / "fig-a.csv")
     pd.testing.assert_frame_equal(deterministic(together), deterministic(single))
     shared = pd.read_csv(tmp_path / "both" / "fig-b.csv").iloc[0]  # 20000/s, limit 1
-    row = together[(together["target_rate_per_s"] == 20000) & (together["accept_limit"].astype(float) == 1)]
+    row = together[(together["target_rate_per_s"] == 20000)
+                   & (together["accept_limit"].astype(float) == 1)]
     assert len(row) == 1 and row.iloc[0]["reply_rate_per_s"] == shared["reply_rate_per_s"]
     report = (tmp_path / "both" / "report.md").read_text()
     assert report.count("1 shared with other figures") == 2  # (20000/s, limit 1) in both
