@@ -11,6 +11,7 @@ with over a thousand per target.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import itertools
 import shutil
@@ -171,7 +172,7 @@ SCALING = {"--timeseries", "--idle-connections", "--server-param", "--workload-p
 @contextlib.contextmanager
 def small_bounds() -> Iterator[None]:
     """Work bounds low enough that anything accepted without --force finishes in moments."""
-    sweep_module = sys.modules["acceptsim.sim.sweep"]
+    sweep_module = importlib.import_module("acceptsim.sim.sweep")  # the CLI imports it lazily
     with (
         mock.patch.object(work, "MAX_ATTEMPTS", 3000.0),
         mock.patch.object(work, "MAX_SERIES_POINTS", 300.0),
