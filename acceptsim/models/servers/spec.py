@@ -49,7 +49,7 @@ class ServerSpec:
     #: where :attr:`accept_limit` comes from, for ``acceptsim servers NAME``
     accept_limit_source: str = "the paper's default (its figures vary it)"
     #: the kernel profile a run of this server takes when it names none
-    #: (``RunConfig.kernel``; :data:`acceptsim.models.kernel.PROFILES`): the paper's 2.4
+    #: (``RunConfig.kernel``; ``acceptsim.models.kernel.PROFILES``): the paper's 2.4
     #: kernel for the paper's servers, today's for servers of today
     kernel: str = "linux-2.4"
     #: where :attr:`kernel` comes from, for ``acceptsim servers NAME``
