@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from acceptsim.measure.harness import parse_cpu_list
 from acceptsim.measure.run import MeasuredRun
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1, HostCosts
@@ -160,7 +159,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     # more workers than CPUs share them), the listening sockets and wake-up rule nginx was
     # configured with
     workers = info.server.worker_processes
-    cpus = len(parse_cpu_list(info.server.cpus)) if info.server.cpus else info.host.cpus
+    cpus = info.server_cpu_count
     layout = {} if workers == 1 else {
         "cpus": min(cpus, workers), "workers": workers,
         "listen": "reuseport" if info.server.reuseport else "shared",
@@ -282,7 +281,8 @@ class Calibration:
 
 
 def usable(runs: Sequence[MeasuredRun], include_client_limited: bool = False) -> list[MeasuredRun]:
-    return [r for r in runs if include_client_limited or not r.client_limited]
+    return [r for r in runs
+            if (include_client_limited or not r.client_limited) and not r.host_limits()]
 
 
 def calibrate(
@@ -407,7 +407,7 @@ def validate(
         rec = run.record()
         measured = {k: rec.get(k) for k in COMPARED}
         predicted_row = {k: pred.get(v) for k, v in COMPARED.items()}
-        reasons = run.client_limits()
+        reasons = run.client_limits() + run.host_limits()
         error = None
         if measured["reply_rate_per_s"]:
             error = (

@@ -53,6 +53,7 @@ from acceptsim.measure.runfile import (
     RunInfo,
     SeriesInfo,
     ServerInfo,
+    parse_cpu_list,
 )
 from acceptsim.measure.timeseries_csv import (
     LOG_FORMAT,
@@ -847,15 +848,6 @@ NLMSG_ERROR, NLMSG_DONE = 2, 3
 TCP_LISTEN = 10
 
 
-def parse_cpu_list(text: str) -> list[int]:
-    """A taskset CPU list (``0``, ``1,3``, ``0-2,5``) as CPU numbers; ValueError if bad."""
-    cpus: list[int] = []
-    for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        cpus.extend(range(int(first), int(last) + 1) if dash else [int(first)])
-    return cpus
-
-
 def read_netstat(proc: Path = PROC) -> dict[str, int]:
     """The sampled kernel counters (:data:`~acceptsim.measure.timeseries_csv.NETSTAT_COLUMNS`) from
     ``/proc/net/netstat``, read directly (no nstat process: cheap enough every 100 ms)."""
@@ -1579,6 +1571,8 @@ def _measure_points(
             f"test-duration {r['test_duration_s']:.1f} s, "
             f"httperf CPU {r['client_cpus_used']:.2f}{throttle}"
         )
+        for reason in run.host_limits():  # recorded, and left out by validate and calibrate
+            log(f"{name}: warning: not a quiet machine: {reason}")
         if plan.pause_s:
             time.sleep(plan.pause_s)
     return runs

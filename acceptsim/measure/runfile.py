@@ -224,6 +224,15 @@ class SeriesInfo(Params):
     )
 
 
+def parse_cpu_list(text: str) -> list[int]:
+    """A taskset CPU list (``0``, ``1,3``, ``0-2,5``) as CPU numbers; ValueError if bad."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        cpus.extend(range(int(first), int(last) + 1) if dash else [int(first)])
+    return cpus
+
+
 @dataclass(frozen=True)
 class CounterFiles:
     before: tuple[str, ...] = ("counters-before.txt",)
@@ -243,6 +252,11 @@ class RunInfo:
     format: str = FORMAT
     #: the time series' sampling (interval 0: the run has none; its table is not written)
     timeseries: SeriesInfo = field(default_factory=SeriesInfo)
+
+    @property
+    def server_cpu_count(self) -> int:
+        """How many CPUs the server ran on: its pinned list, else all of the host's."""
+        return len(parse_cpu_list(self.server.cpus)) if self.server.cpus else self.host.cpus
 
     def to_toml(self) -> str:
         lines = [f"format = {_toml(self.format)}"]

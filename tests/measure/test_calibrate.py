@@ -90,6 +90,44 @@ def test_client_limits_name_their_reason() -> None:
     assert overloaded.client_limits() == [] and not overloaded.client_limited
 
 
+MEASURED = SAMPLES.parent
+
+
+def test_host_limits_name_a_busy_server_cpu(tmp_path: Path) -> None:
+    """A run whose server CPU was busy with other work (its busy time well above the
+    server's own usage) is the host's, not the server's: named, and left out."""
+    import pandas as pd
+
+    from acceptsim.measure.calibrate import usable
+
+    quiet = load_run(next((MEASURED / "timeseries-demo").iterdir()))
+    assert quiet.host_limits() == []
+    busy_dir = tmp_path / quiet.path.name
+    shutil.copytree(quiet.path, busy_dir)
+    series = pd.read_csv(busy_dir / "timeseries.csv")
+    series["server_cpu_busy_ms"] += 0.6 * 1000 * series["interval_s"]  # another task's
+    series.to_csv(busy_dir / "timeseries.csv", index=False)
+    busy = load_run(busy_dir)
+    (reason,) = busy.host_limits()
+    assert "ran other tasks" in reason and "minus usage_ms" in reason
+    assert not busy.client_limited  # the clients are not to blame
+    assert usable([quiet, busy]) == [quiet]
+
+
+def test_every_shipped_measured_run_was_recorded_on_a_quiet_machine() -> None:
+    """The rule for recording sets, checked on every run that can tell (a time series
+    with the server's busy time and its cgroup's usage)."""
+    from acceptsim.measure import find_runs
+
+    told = 0
+    for directory in find_runs(MEASURED):
+        run = load_run(directory)
+        assert run.host_limits() == [], (directory, run.host_limits())
+        series = run.timeseries()
+        told += series is not None and "usage_ms" in series and "server_cpu_busy_ms" in series
+    assert told >= 400
+
+
 def test_validate_lists_the_excluded_runs_with_their_reason(monkeypatch) -> None:
     import acceptsim.measure.calibrate as cal
 
