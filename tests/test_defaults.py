@@ -93,9 +93,9 @@ def test_a_measured_run_is_simulated_with_the_testbeds_settings() -> None:
     assert "max_connections" not in (nginx_run.path / "run.toml").read_text()  # recorded before
     params = config_for(nginx_run, CLUSTER1).build_server_params()
     assert (params.backlog, params.max_connections) == (128, 16384)
-    for quota, recorded in (("quota-0.05-period-20ms", False), ("quota-0.1-period-10ms", True)):
+    for quota in ("quota-0.05-period-20ms", "quota-0.1-period-10ms"):
         run = load_run(next((MEASURED / "haproxy-loopback-quotas" / quota).glob("*/")))
-        assert ("max_connections" in (run.path / "run.toml").read_text()) == recorded
+        assert "max_connections = 9987" in (run.path / "run.toml").read_text()  # recorded
         params = config_for(run, CLUSTER1).build_server_params()
         assert (params.backlog, params.max_connections) == (128, 9987)
 

@@ -2,8 +2,9 @@
 # How tests/data/measured/haproxy-loopback-quotas was recorded: HAProxy 2.6 (Debian's
 # package, one thread, `http-request return` of a 1024-byte file, bind backlog 128) under
 # two cgroup CFS quotas, tune.maxaccept 1, 2, 4, 8, 16, 64 and -1 (inf) alternated within
-# each repeat, 3 repeats of 10-s httperf runs per rate; with the testbed lock held on an
-# otherwise idle machine (2026-11-27 11:02-11:30 UTC).  The host's costs: the last lines.
+# each repeat, 3 repeats of 10-s httperf runs per rate; with the testbed lock held on a
+# quiet machine (2026-11-27 18:27-18:54 UTC; every run's host_limits() empty).  The
+# host's costs right after the sets (18:59); each set's request_s: the last lines.
 set -eu
 D=tests/data/measured/haproxy-loopback-quotas
 L=1,2,4,8,16,64,inf
@@ -16,9 +17,8 @@ acceptsim measure $Q --server-cpu-quota 0.05 --server-cpu-period 20000 \
 # 1 ms of CPU per 10-ms period
 acceptsim measure $Q --server-cpu-quota 0.1 --server-cpu-period 10000 \
     --rates 1200,3000,4500 --out $D/quota-0.1-period-10ms
-# the host's costs, with HAProxy's CPU per reply and the cost of a turn of its loop, on the
-# same quiet machine right after the sets (11:45 UTC; measure-costs --server haproxy did not
-# exist when the recording began)
+# (limit 16 at 800/s, repeat 1, recorded again alone: a command ran beside the first one)
+# the host's costs, with HAProxy's CPU per reply and the cost of a turn of its loop
 acceptsim measure-costs --server haproxy --out $D/host-costs.toml
 # each set's request_s, fitted to its limit-4 runs alone
 for S in quota-0.05-period-20ms quota-0.1-period-10ms; do
