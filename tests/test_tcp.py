@@ -12,7 +12,7 @@ from acceptsim.models.costs import CLUSTER1
 from acceptsim.models.experiment import simulate
 from acceptsim.models.host import Host
 from acceptsim.models.kernel import LINUX_24
-from acceptsim.models.tcp import WRITABLE_SHARE, Nic
+from acceptsim.models.tcp import WRITABLE_SHARE, Nic, link_note
 
 MSS = LINUX_24.mss_bytes
 #: a send buffer no reply fills: every reply is written by one write()
@@ -130,6 +130,39 @@ def test_the_record_reports_each_links_utilisation():
     frame_s = (MSS + CLUSTER1.frame_overhead_bytes) * 8 / CLUSTER1.nic_bits_per_s
     assert sum(links) == pytest.approx(r["reply_rate_per_s"] * frame_s, rel=0.02)
     assert all(0.0 < u < 1.0 for u in links)
+
+
+def test_no_link_sends_more_than_its_line_rate():
+    """One-segment replies on links too slow for them: each frame waits for the frames
+    before it, so no link is busy more than the whole window, the replies are limited
+    to the line rate, and the run says so."""
+    slow = CLUSTER1.replace(nic_bits_per_s=2e7)  # 20 Mbit/s: about 1,600 frames/s per link
+    r = simulate(RunConfig(rate_per_s=6000.0, duration_s=1.0, warmup_s=0.25, costs=slow,
+                           timeout_s=10.0))
+    frame_s = (MSS + slow.frame_overhead_bytes) * 8 / slow.nic_bits_per_s
+    links = r["link_utilization"]
+    assert all(0.98 <= u <= 1.0 + 1e-9 for u in links), links
+    assert r["reply_rate_per_s"] <= slow.nics / frame_s * 1.01
+    assert link_note(links).startswith("the run is limited by the links to the clients")
+    fast = simulate(RunConfig(rate_per_s=6000.0, duration_s=1.0, warmup_s=0.25,
+                              timeout_s=10.0))
+    assert link_note(fast["link_utilization"]) == ""
+    assert fast["reply_rate_per_s"] > 1.5 * r["reply_rate_per_s"]
+
+
+def test_the_run_command_names_a_run_its_links_limit(capsys) -> None:
+    """The issue's case: 12 nginx workers, 200 clients in a closed loop on the LAN."""
+    from acceptsim.cli import main
+
+    assert main(["run", "--server", "nginx", "--cpus", "12", "--concurrency", "200",
+                 "--kernel", "linux-modern", "--duration", "0.3", "--warmup", "0.1",
+                 "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    import json
+
+    links = json.loads(out)["link_utilization"]
+    assert max(links) <= 1.0 + 1e-9 and max(links) >= 0.98
+    assert "limited by the links to the clients" in err
 
 
 def test_a_send_buffer_smaller_than_a_segment_is_refused():

@@ -239,6 +239,11 @@ def main(args: argparse.Namespace) -> int:
     from acceptsim.models.runner import run_point  # scipy's statistics: only when a run is made
 
     result = run_point(config, timeseries=True, progress=True)
+    from acceptsim.models.tcp import link_note
+
+    limited = link_note(result.get("link_utilization") or [])
+    if limited:
+        print(f"acceptsim run: note: {limited}", file=sys.stderr)
     if args.plot:
         from acceptsim.timeseries import plot_timeseries
 

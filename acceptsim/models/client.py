@@ -572,6 +572,10 @@ class Client:
         if not conn.eof and self.clock.now >= conn.deadline + self.owd:
             self._kernel_fin(conn)
 
+    def _line_reply(self, conn: Any) -> None:
+        """A one-step reply whose frames waited on their link has left it (now)."""
+        self.reply(conn, True)
+
     def reply(self, conn: Connection, streamed: bool = False) -> None:
         """The last byte of the reply to the current request left the server (now): it
         reaches the client a one-way delay later.  ``streamed``: it was sent through the
@@ -579,7 +583,10 @@ class Client:
         one step just now, and its frames are counted on their link here
         (:meth:`~acceptsim.models.tcp.SendPath.whole`)."""
         if not streamed:
-            self.tx.whole(conn)
+            late = self.tx.whole(conn)
+            if late > 0.0:  # its frame waits on its link behind earlier ones
+                self.clock.call_in(late, self._line_reply, conn)
+                return
         now = self.clock.now
         received = now + self.owd
         if received > conn.deadline or conn.outcome is not None:

@@ -35,10 +35,13 @@ receiver's delayed ACKs):
   after it leaves; the ACKs of a write come back one one-way delay after that.
 
 Replies of one segment keep the path they always had: the server's burst, then
-``Client.reply`` (their frame is counted on its link, the link's queue does not
-delay it: a lone frame's serialisation is part of the LAN's measured round trip).
-The same holds for servers that write a reply in one step (all but the userver,
-TUX and Knot): their bytes count on their link, their delivery is as before.  The
+``Client.reply``.  Their frame goes on its link too: on an idle link it is not
+delayed (a lone frame's serialisation is part of the LAN's measured round trip); behind
+frames queued before it, the reply reaches the client when its frame has left.  The
+same holds for servers that write a reply in one step (all but the userver, TUX and
+Knot), whose further frames also wait for the first.  So no link sends more than its
+line rate: a run that would need more is limited by its link (``acceptsim run`` says
+so, :func:`link_note`).  The
 two-class server models one link of its own (Eggert and Heidemann's testbed): a
 :class:`Nic` that replaces the host's links (:meth:`SendPath.use_links`), so the
 record's ``link_utilization`` is its busy share too.
@@ -67,6 +70,22 @@ if TYPE_CHECKING:
 WRITABLE_SHARE: Final = 2.0 / 3.0
 
 
+#: a link busy for at least this share of a run's window limits the run (:func:`link_note`)
+LINK_LIMITED_SHARE: Final = 0.98
+
+
+def link_note(utilization: list[float]) -> str:
+    """What to tell the user when a run's links (its record's ``link_utilization``) were
+    busy nearly all the window: its replies waited for the line, not for the server
+    (empty otherwise)."""
+    busy = [i for i, u in enumerate(utilization) if u >= LINK_LIMITED_SHARE]
+    if not busy:
+        return ""
+    shares = ", ".join(f"NIC {i} {utilization[i]:.0%}" for i in busy)
+    return (f"the run is limited by the links to the clients ({shares} of the window "
+            "sending): replies waited for the line rate (costs.nic_bits_per_s, costs.nics)")
+
+
 class Nic:
     """One of the server's links to the clients: frames leave first come, first served
     at the line rate."""
@@ -81,6 +100,11 @@ class Nic:
         self.busy_s = 0.0
         #: bytes on the wire so far, frame overheads included
         self.wire_bytes = 0
+
+    def sent_s(self, now: float) -> float:
+        """Seconds the link has spent sending up to ``now`` (what it queued to send later
+        not counted yet): its busy share of any span is at most 1."""
+        return self.busy_s - (self.free_at - now if self.free_at > now else 0.0)
 
     def serialise(self, now: float, wire_bytes: int) -> float:
         """Queue ``wire_bytes`` at instant ``now``; the instant their last bit has left."""
@@ -237,16 +261,24 @@ class SendPath:
         if conn.tx_left and conn.tx_queued <= self.writable_at and conn.owner is not None:
             conn.owner.readable(conn)
 
-    def whole(self, conn: Connection) -> None:
+    def whole(self, conn: Connection) -> float:
         """A reply written in one step (one segment, or a server that writes it at once):
-        its frames count on its link; its delivery is not delayed."""
+        its frames go on its link.  Returns how much later than now its last byte
+        leaves beyond a lone frame's own serialisation (part of the LAN's measured round
+        trip): 0 on an idle link; the wait behind the frames queued before it and its own
+        further frames otherwise, so no link sends more than its line rate."""
         nics = self._n_nics
-        if nics:
-            nbytes: int = conn.reply_bytes
-            mss = self.mss
-            machines = self.machines
-            nic = self.nics[(conn.id % machines) * nics // machines]
-            nic.serialise(self.clock.now, nbytes + (nbytes + mss - 1) // mss * self.overhead)
+        if not nics:
+            return 0.0
+        nbytes: int = conn.reply_bytes
+        mss = self.mss
+        machines = self.machines
+        nic = self.nics[(conn.id % machines) * nics // machines]
+        now = self.clock.now
+        leaves = nic.serialise(now, nbytes + (nbytes + mss - 1) // mss * self.overhead)
+        lone = (min(nbytes, mss) + self.overhead) * 8.0 / nic.bits_per_s
+        late = leaves - now - lone
+        return late if late > 1e-12 else 0.0
 
     def use_links(self, nics: list[Nic]) -> None:
         """Send on ``nics`` instead of the host's links (a server that models its own:
@@ -255,5 +287,7 @@ class SendPath:
         self._n_nics = len(nics)
 
     def link_busy(self) -> list[float]:
-        """Seconds each link has been sending, cumulative (one per NIC)."""
-        return [nic.busy_s for nic in self.nics]
+        """Seconds each link has been sending up to now, cumulative (one per NIC; frames
+        queued to leave later are not counted yet)."""
+        now = self.clock.now
+        return [nic.sent_s(now) for nic in self.nics]

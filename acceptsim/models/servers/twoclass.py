@@ -307,7 +307,7 @@ class TwoClass(WorkerPool):
         """The background's requests (the pool's are the foreground's), the link's busy
         time."""
         out = super().own_counters()
-        out.update(bg_requests=self.bg_requests, link_busy_time=self.link.busy_s)
+        out.update(bg_requests=self.bg_requests, link_busy_time=self.link.sent_s(self.env.now))
         return out
 
     def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
