@@ -5,6 +5,7 @@ difference against every static limit (acceptsim.analysis.compare_policy)."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -156,3 +157,37 @@ def test_the_sweep_command_takes_a_custom_policy_as_a_dimension(
     assert main(["sweep", str(scenario), "--out", str(tmp_path / "o2"), "--policy", "static",
                  "--vary", "policy=static"]) == 2
     assert "--policy" in capsys.readouterr().err
+
+
+def test_a_policy_that_sets_its_own_limit_is_not_crossed_with_static_limits(
+    policy_module, tmp_path: Path,
+) -> None:
+    """The scenario's static accept_limit list and a policy are two dimensions: static
+    runs once per limit, a policy that ignores the limit once per replication, and the
+    comparison pairs each replication once; its record says what it accepted per phase,
+    not a limit it ignored."""
+    scenario = tmp_path / "limits.toml"
+    scenario.write_text(textwrap.dedent('''
+        name = "limits"
+        title = "a custom policy beside three static limits"
+        [base]
+        rate_per_s = 20000.0
+        duration_s = 0.3
+        warmup_s = 0.1
+        [sweep]
+        accept_limit = [1, 4, "inf"]
+    '''))
+    out = tmp_path / "out"
+    custom = f"{policy_module.__name__}:Halve:share=0.25"
+    assert main(["sweep", str(scenario), "--out", str(out), "--jobs", "1", "--quiet",
+                 "--replications", "2", "--policy", "static", "--policy", custom,
+                 "--policy", "aimd"]) == 0
+    frame, _ = sim.sweep.read_results(out)
+    runs = frame.groupby("policy").size().to_dict()
+    assert runs == {"static": 6, custom: 2, "aimd": 2}
+    mine = frame[frame["policy"] == custom]
+    assert mine["accept_limit"].isna().all() and (mine["accepts_per_phase"] > 0).all()
+    static = frame[frame["policy"] == "static"]
+    assert sorted(static["accept_limit"]) == [1, 1, 4, 4, math.inf, math.inf]
+    pairs = compare_policy(frame, custom)
+    assert len(pairs) == 3 and set(pairs["pairs"]) == {2}

@@ -443,8 +443,9 @@ def test_the_static_fast_path_decides_as_asking_every_phase(server: str, limit: 
     fields = {"server": server, "duration_s": 0.8, "rate_per_s": 26000.0, "accept_limit": limit}
     fast = simulate(short(**fields))
     asked = simulate(short(**fields), policy=_AskedEveryPhase(limit))
+    assert fast["accept_limit"] == limit and math.isnan(asked["accept_limit"])  # its own
     for record in (fast, asked):
-        for key in ("policy", "policy_name", "policy_params", "sim_cpu_time_s",
+        for key in ("accept_limit", "policy", "policy_name", "policy_params", "sim_cpu_time_s",
                     "sim_conns_per_cpu_s"):  # fmt: skip
             record.pop(key)
     assert fast == asked

@@ -144,8 +144,6 @@ def main(args: argparse.Namespace) -> int:
     out = expand_user(args.out) if args.out is not None else Path("out") / "sweeps" / scenario.name
     check_utf8_path("out", out)
     cache = sweep_cache(args.no_cache)  # before the first run: named if it cannot be written
-    if args.resume:
-        check_stored_identity(out)
     started = time.perf_counter()
     try:
         frame = run_sweep(
@@ -176,57 +174,6 @@ def main(args: argparse.Namespace) -> int:
     print(format_summary(table, frame.attrs["sweep"]["varied"], args.metric))
     print(f"\n{len(frame)} runs, {wall:.1f} s wall; wrote {out}/results.parquet and summary.csv")
     return 0
-
-
-def check_stored_identity(out: Path) -> None:
-    """A sweep to resume: the identity its ``manifest.json`` stores (what ``--resume``
-    compares with and continues: the scenario's name, the replications, the stopping rule,
-    the points' digest) is of the types a sweep writes; a hand-edited one is refused with
-    one line naming the field, before any run."""
-    import dataclasses
-    import json
-
-    from acceptsim.sim.errors import read_user_file
-    from acceptsim.sim.stats import StoppingRule
-
-    path = out / "manifest.json"
-    if not path.is_file():
-        return  # none (a new sweep), or not a file: the sweep says so
-    try:
-        manifest = json.loads(read_user_file("resume", path, "the sweep's manifest"))
-    except ValueError:
-        return  # not JSON: not a manifest, as the sweep reads it
-    if not isinstance(manifest, dict):
-        raise ConfigError(str(path), type(manifest).__name__, "a JSON object, as a sweep "
-                          "writes it (edited?)")
-    identity = manifest.get("identity")
-    if not identity:
-        return
-    field = f"{path}: identity"
-    if not isinstance(identity, dict):
-        raise ConfigError(field, identity, "a table of name, configs, replications and stop")
-    replications = identity.get("replications")
-    checks = [
-        ("name", isinstance(identity.get("name"), str), "the scenario's name (text)"),
-        ("configs", isinstance(identity.get("configs"), str), "the points' digest (text)"),
-        ("replications", isinstance(replications, int) and not isinstance(replications, bool)
-         and replications >= 1, "an integer >= 1"),
-        ("stop", identity.get("stop") is None or isinstance(identity.get("stop"), dict),
-         "null or a stopping rule's table"),
-    ]  # fmt: skip
-    for key, ok, allowed in checks:
-        if not ok:
-            raise ConfigError(f"{field}.{key}", identity.get(key), allowed + " (edited?)")
-    stop = identity.get("stop")
-    if stop:
-        names = {f.name for f in dataclasses.fields(StoppingRule)}
-        if set(stop) - names or "metric" not in stop:
-            raise ConfigError(f"{field}.stop", stop, "a stopping rule's table: "
-                              + ", ".join(sorted(names)) + " (edited?)")
-        try:
-            StoppingRule(**stop)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{field}.stop", stop, f"a valid stopping rule ({exc})") from None
 
 
 def format_summary(table: pd.DataFrame, by: list[str], metric: str) -> str:

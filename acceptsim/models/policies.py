@@ -952,6 +952,16 @@ def policy_params(spec: str, accept_limit: float = 1) -> Any:
     return params_cls.from_dict(values)
 
 
+def reads_accept_limit(spec: Any) -> bool:
+    """Whether a run under this policy reads the configuration's static ``accept_limit``:
+    only the built-in ``static`` without its own ``limit=`` does; every other policy sets
+    its limit itself, so a sweep does not cross it with a list of static limits."""
+    if not isinstance(spec, str) or custom_spec(spec) is not None:
+        return False
+    name, values = parse_spec(spec)
+    return name == StaticLimit.name and "limit" not in values
+
+
 def build(spec: str, accept_limit: float = 1) -> Any:
     """A fresh policy object for a spec: a built-in policy, or a class of the user's."""
     custom = custom_spec(spec)

@@ -14,6 +14,7 @@ calls) are declared by the server class, in its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -130,8 +131,10 @@ def _policy_params(policy: Any) -> dict[str, Any]:
 
 
 def _accept_limit(w: Window) -> float:
+    """A static policy's limit; NaN for a policy that sets its own each phase (it ignores
+    the configured one: ``accepts_per_phase`` says what it did)."""
     policy = w.host.policy
-    return policy.limit if isinstance(policy, policies.StaticLimit) else w.host.config.accept_limit
+    return policy.limit if isinstance(policy, policies.StaticLimit) else math.nan
 
 
 def _connections(w: Window) -> dict[str, int]:
@@ -221,8 +224,9 @@ def _reaction_ms(w: Window) -> float:
 METRICS: tuple[Metric, ...] = (
     # -- the configuration it ran with
     Metric("server", "", "server architecture", "config", lambda w: w.host.config.server),
-    Metric("accept_limit", "connections", "accept-limit per accept phase (a static policy's "
-           "own limit, else the configured one)", "config", _accept_limit),
+    Metric("accept_limit", "connections", "accept-limit per accept phase of a static policy "
+           "(NaN for a policy that sets its own: see accepts_per_phase)", "config",
+           _accept_limit),
     Metric("policy", "", "the accept policy as configured (a spec), or a custom policy's name",
            "policy", lambda w: w.host.config.policy if w.host.custom_policy is None
            else w.host.bound.name),

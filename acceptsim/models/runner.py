@@ -64,6 +64,17 @@ def normalise(point: Mapping[str, Any]) -> dict[str, Any]:
     return config.to_dict()
 
 
+def ignored_fields(point: Mapping[str, Any]) -> set[str]:
+    """The fields of a point its run does not read: the static ``accept_limit`` under a
+    policy that sets its own limit (:func:`~acceptsim.models.policies.reads_accept_limit`).
+    A sweep leaves them at the base's value, so such a policy is one point per
+    combination of the other fields, not one per static limit it would ignore."""
+    from acceptsim.models import policies
+
+    return set() if policies.reads_accept_limit(point.get("policy", "static")) else {
+        "accept_limit"}
+
+
 def inputs(config: Mapping[str, Any]) -> str:
     """A digest of the user's files a run of ``config`` reads besides its configuration
     (``""`` when it reads none): the source file of a policy class of the user's

@@ -49,6 +49,7 @@ Columns
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -721,6 +722,28 @@ def _default_domain() -> Any:
     return importlib.import_module("acceptsim.models.runner")
 
 
+def without_ignored(
+    points: Sequence[dict[str, Any]],
+    ignored: Callable[[Mapping[str, Any]], set[str]],
+    base: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """The points with the fields their run does not read (``ignored(point)``, the
+    domain's) set back to the base's value, each distinct point once, in order: a
+    dimension a run ignores is not crossed with it (no duplicated runs, no duplicated
+    pairs in a comparison)."""
+    out, seen = [], set()
+    for point in points:
+        drop = ignored(point) & point.keys()
+        if drop:
+            point = {k: v for k, v in point.items() if k not in drop or k in base}
+            point.update({k: base[k] for k in drop if k in base})
+        key = json.dumps(_canonical(point), sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(point)
+    return out
+
+
 def resolve(
     scenario: str | Path | Scenario | Sequence[Mapping[str, Any]],
     overrides: Mapping[str, Any] | None = None,
@@ -763,7 +786,10 @@ def resolve(
         spec = {"scenario": scenario.name, "base": base, "sweep": spec_sweep}
         if scenario.path is not None:
             spec["file"] = str(scenario.path)
-        return scenario.name, resolved.points(), spec
+        points = resolved.points()
+        ignored = getattr(domain, "ignored_fields", None)
+        return scenario.name, (points if ignored is None
+                               else without_ignored(points, ignored, base)), spec
     if sweep_overrides:
         raise ConfigError("sweep_overrides", sweep_overrides, "only with a scenario, not points")
     points = [{**p, **(overrides or {})} for p in scenario]
@@ -912,6 +938,46 @@ def _identity(
     return {**identity, "sweep": hashlib.sha256(whole.encode()).hexdigest()[:16]}
 
 
+def stored_identity(path: Path, manifest: Any) -> dict[str, Any] | None:
+    """The identity a sweep's ``manifest.json`` stores (what a resume compares with and
+    continues: the scenario's name, the replications, the stopping rule, the points'
+    digest), checked to be of the types a sweep writes: a hand-edited one is refused with
+    one line naming the field, before any run.  None for a manifest written before
+    sweeps had an identity."""
+    if not isinstance(manifest, dict):
+        raise ConfigError(str(path), type(manifest).__name__, "a JSON object, as a sweep "
+                          "writes it (edited?)")
+    identity = manifest.get("identity")
+    if not identity:
+        return None
+    field = f"{path}: identity"
+    if not isinstance(identity, dict):
+        raise ConfigError(field, identity, "a table of name, configs, replications and stop")
+    replications = identity.get("replications")
+    checks = [
+        ("name", isinstance(identity.get("name"), str), "the scenario's name (text)"),
+        ("configs", isinstance(identity.get("configs"), str), "the points' digest (text)"),
+        ("replications", isinstance(replications, int) and not isinstance(replications, bool)
+         and replications >= 1, "an integer >= 1"),
+        ("stop", identity.get("stop") is None or isinstance(identity.get("stop"), dict),
+         "null or a stopping rule's table"),
+    ]  # fmt: skip
+    for key, ok, allowed in checks:
+        if not ok:
+            raise ConfigError(f"{field}.{key}", identity.get(key), allowed + " (edited?)")
+    stop = identity.get("stop")
+    if stop:
+        names = {f.name for f in dataclasses.fields(StoppingRule)}
+        if set(stop) - names or "metric" not in stop:
+            raise ConfigError(f"{field}.stop", stop, "a stopping rule's table: "
+                              + ", ".join(sorted(names)) + " (edited?)")
+        try:
+            StoppingRule(**stop)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{field}.stop", stop, f"a valid stopping rule ({exc})") from None
+    return identity
+
+
 def _resumed(
     out: Path, name: str, configs: list[dict[str, Any]], replications: int | None,
     stop: StoppingRule | None, explicit: bool,
@@ -926,9 +992,10 @@ def _resumed(
     try:
         manifest = json.loads(text)
     except ValueError:
-        return replications, stop, configs  # not a manifest: a new sweep
-    stored = manifest.get("identity")
-    if not stored:  # written before sweeps had an identity: continue as asked
+        raise ConfigError(str(path), "not JSON", "the manifest.json a sweep writes, to "
+                          f"resume it (edited?); or use another directory than {out}") from None
+    stored = stored_identity(path, manifest)
+    if stored is None:  # written before sweeps had an identity: continue as asked
         return replications, stop, configs
 
     def refuse(field: str, value: Any, was: Any) -> ConfigError:
