@@ -4,7 +4,9 @@ Every failure a user can cause ends with one line on stderr and exit status 2
 (a :class:`~acceptsim.sim.errors.ConfigError` names the field, the value and what is
 allowed), and so does code of the user's (a policy or a server) that exits or raises
 KeyboardInterrupt.  SIGINT stops a command with exit status 130, SIGTERM with 143, one
-line each; a sweep keeps every run that finished (``--resume`` continues it).
+line each; a sweep keeps every run that finished (``--resume`` continues it).  Output
+cut short by its reader (``acceptsim reproduce --list | head``) ends silently with 141,
+as a Unix tool killed by SIGPIPE does.
 ``calibrate`` exits 3 when a fit ends on a bound of its parameter (nothing is written).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -144,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(prog, str(exc))
     except _loaded("acceptsim.measure.parse_errors", "ParseError") as exc:
         return _fail(prog, f"{shorten(exc.path)}:{exc.line}: {shorten(exc.message, 300)}")
+    except BrokenPipeError:  # the reader of stdout stopped (`| head`): as a Unix tool does
+        with contextlib.suppress(OSError):  # Python's own flush at exit would fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as exc:  # e.g. --out or --plot not writable
         where = shorten(str(exc.filename)) if exc.filename is not None else "a file"
         return _fail(prog, f"{where}: {exc.strerror or exc}")

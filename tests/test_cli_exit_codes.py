@@ -60,3 +60,17 @@ def test_calibrate_refuses_an_empty_fit(capsys, tmp_path) -> None:
     one_line(capsys, ["calibrate", str(MEASURED), "--out", str(tmp_path / "f.toml"),
                       "--fit", ","], "--fit=','", "at least one cost parameter")
     assert not (tmp_path / "f.toml").exists()
+
+
+def test_output_cut_short_by_its_reader_ends_silently() -> None:
+    """`acceptsim reproduce --list | head -1`: no traceback, no error line, 141 (SIGPIPE's
+    status) as a Unix tool's."""
+    import subprocess
+
+    done = subprocess.run(
+        f"{sys.executable} -m acceptsim reproduce --list | head -c 10; "
+        "echo \" ${PIPESTATUS[0]}\"",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, check=True,
+    )
+    assert done.stdout.endswith(" 141\n"), done.stdout
+    assert "Traceback" not in done.stderr and "error" not in done.stderr, done.stderr
