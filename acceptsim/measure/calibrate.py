@@ -285,6 +285,10 @@ def usable(runs: Sequence[MeasuredRun], include_client_limited: bool = False) ->
             if (include_client_limited or not r.client_limited) and not r.host_limits()]
 
 
+class _BudgetSpent(Exception):
+    """The calibration's simulator evaluations reached ``max_evaluations``."""
+
+
 def calibrate(
     runs: Sequence[MeasuredRun],
     fit: Sequence[str] = DEFAULT_FIT,
@@ -320,60 +324,75 @@ def calibrate(
     high = np.array([bounds[n].high for n in fit]) * 1e6
     x0 = np.clip(np.array([getattr(base, name) for name in fit]) * 1e6, low, high)
     evaluations = 0
+    best: list[Any] = [math.inf, x0, None]  # the best sum of squares so far, its x, residuals
 
     def costs_at(x: np.ndarray) -> HostCosts:
         return base.replace(**{n: float(v) * 1e-6 for n, v in zip(fit, x, strict=True)})
 
     def residual(x: np.ndarray) -> np.ndarray:
         nonlocal evaluations
+        if evaluations >= max_evaluations:  # every simulation counts, the Jacobian's too
+            raise _BudgetSpent
         evaluations += 1
         predicted = predict(runs, costs_at(x), seed=seed, jobs=jobs)
         sim = np.array([p["reply_rate_per_s"] for p in predicted])
-        return (sim - measured) / measured
+        out = (sim - measured) / measured
+        if float(out @ out) < best[0]:
+            best[:] = [float(out @ out), np.array(x, dtype=float), out]
+        return out
 
     # The reply rate only moves with the costs near saturation, so start from
-    # the best common scaling of the fitted costs on a coarse log grid.
+    # the best common scaling of the fitted costs on a coarse log grid (the scales
+    # nearest 1 first, as many as leave the fit at least half of the budget).
     scales = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
-    starts = [np.clip(x0 * s, low, high) for s in scales]
+    kept = sorted(scales, key=lambda s: abs(math.log(s)))[:max(1, max_evaluations // 2)]
+    starts = [np.clip(x0 * s, low, high) for s in scales if s in kept]
     scores = [float(np.sum(residual(x) ** 2)) for x in starts]
     x0 = starts[int(np.argmin(scores))]
     # least_squares needs a start strictly inside the bounds
     x0 = np.clip(x0, low + 1e-6 * (high - low), high - 1e-6 * (high - low))
-    result = least_squares(
-        residual,
-        x0,
-        bounds=(low, high),
-        diff_step=0.05,  # the objective is a simulation: difference over 5% steps
-        max_nfev=max_evaluations,
-        x_scale="jac",
-    )
-    notes = [] if result.success else [f"least_squares stopped: {result.message}"]
-    jac = result.jac
-    dof = max(1, len(runs) - len(fit))
-    s2 = float(result.fun @ result.fun) / dof
     try:
+        result = least_squares(
+            residual,
+            x0,
+            bounds=(low, high),
+            diff_step=0.05,  # the objective is a simulation: difference over 5% steps
+            max_nfev=max_evaluations,
+            x_scale="jac",
+        )
+        notes = [] if result.success else [f"least_squares stopped: {result.message}"]
+        x, fun, jac = result.x, result.fun, result.jac
+    except _BudgetSpent:  # the best point simulated within the budget
+        notes = [f"stopped at the budget of {max_evaluations} simulator evaluations "
+                 "(--max-evaluations): the best point simulated, no standard errors"]
+        x, fun, jac = best[1], best[2], None
+    dof = max(1, len(runs) - len(fit))
+    s2 = float(fun @ fun) / dof
+    try:
+        if jac is None:
+            raise np.linalg.LinAlgError
         cov = np.linalg.pinv(jac.T @ jac) * s2
         errs = np.sqrt(np.clip(np.diag(cov), 0, None)) * 1e-6
     except np.linalg.LinAlgError:
         errs = np.full(len(fit), math.nan)
-    costs = costs_at(result.x)
+    costs = costs_at(x)
     on_bound = []
-    for name, x, lo, hi in zip(fit, result.x, low, high, strict=True):
+    for name, value, lo, hi in zip(fit, x, low, high, strict=True):
         # within ON_BOUND_SHARE of a bound's own value (of the range for a bound at 0)
-        at_low = x - lo <= ON_BOUND_SHARE * (lo if lo > 0 else hi - lo)
-        if at_low or hi - x <= ON_BOUND_SHARE * hi:
+        at_low = value - lo <= ON_BOUND_SHARE * (lo if lo > 0 else hi - lo)
+        if at_low or hi - value <= ON_BOUND_SHARE * hi:
             side = "lower" if at_low else "upper"
             on_bound.append(name)
             notes.append(
-                f"missing mechanism? {name} = {x:.4g} us ended on its {side} bound "
+                f"missing mechanism? {name} = {value:.4g} us ended on its {side} bound "
                 f"[{lo:.3g}, {hi:.3g}] us ({bounds[name].reason}): the runs ask for a "
                 "cost the hardware does not have"
             )
     return Calibration(
         costs=costs,
-        fitted={n: float(v) * 1e-6 for n, v in zip(fit, result.x, strict=True)},
+        fitted={n: float(v) * 1e-6 for n, v in zip(fit, x, strict=True)},
         stderr={n: float(e) for n, e in zip(fit, errs, strict=True)},
-        residuals={r.path.name: float(v) for r, v in zip(runs, result.fun, strict=True)},
+        residuals={r.path.name: float(v) for r, v in zip(runs, fun, strict=True)},
         runs_used=[r.path.name for r in runs],
         evaluations=evaluations,
         notes=notes,

@@ -60,6 +60,21 @@ def test_calibration_recovers_a_known_per_request_cost(tmp_path) -> None:
     assert max(abs(r) for r in result.residuals.values()) < 0.02
 
 
+def test_the_evaluation_budget_counts_every_simulation(tmp_path, monkeypatch) -> None:
+    """--max-evaluations 2 makes 2 simulations, not the grid's 7 and the Jacobian's too,
+    and says where it stopped."""
+    import acceptsim.measure.calibrate as cal
+
+    runs = simulated_runs(tmp_path, CLUSTER1.replace(request_s=30e-6), [25000], duration=0.5)
+    made = []
+    real = cal.predict
+    monkeypatch.setattr(cal, "predict", lambda *a, **k: made.append(1) or real(*a, **k))
+    result = calibrate(runs, fit=["request_s"], base=CLUSTER1, max_evaluations=2)
+    assert len(made) == 2 and result.evaluations == 2
+    assert any("budget of 2 simulator evaluations" in note for note in result.notes)
+    assert math.isnan(result.stderr["request_s"]) and result.residuals
+
+
 def test_measured_runs_map_to_the_matching_configuration() -> None:
     run = load_run(SAMPLES / "nginx-multi_accept-on-rate-010000-rep-1")
     config = config_for(run, CLUSTER1)
