@@ -14,7 +14,7 @@ HEAVY = ("pandas", "scipy", "matplotlib")
 
 #: commands whose parsers read their tables from modules that import scipy (not ours to
 #: split): their --help is slower, their runs unchanged
-SLOW_HELP = {"reproduce", "bench", "calibrate", "validate", "calibrate-paper"}
+SLOW_HELP = {"reproduce", "bench"}
 
 
 def test_the_table_of_commands_is_the_modules_own() -> None:

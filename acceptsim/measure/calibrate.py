@@ -29,14 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from acceptsim.measure.run import MeasuredRun
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1, HostCosts
-from acceptsim.models.runner import run_point
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.sweep import run_many
 
 #: measured record key -> predicted record key, for the metrics compared
 COMPARED = {
@@ -207,6 +204,7 @@ def accept_limit_of(run: MeasuredRun) -> float:
 
 
 def _simulate_flat(config: RunConfig) -> dict[str, Any]:
+    from acceptsim.models.runner import run_point  # scipy's statistics: on demand
     from acceptsim.sim.results import flatten
 
     return flatten(run_point(config, checked=False))
@@ -221,6 +219,8 @@ def predict(
     same configuration, hence the same prediction: each distinct configuration is
     simulated once.
     """
+    from acceptsim.sim.sweep import run_many  # pandas: on demand
+
     configs = [config_for(r, costs, seed) for r in runs]
     unique: dict[RunConfig, int] = {}
     for config in configs:
@@ -302,6 +302,8 @@ def calibrate(
     each inside its bound (:func:`bounds_for`; ``measurements``: the parameter file's
     ``[measured]`` table).  A fitted value that ends on its bound is listed in
     ``on_bound``: a mechanism the model lacks, absorbed as a cost."""
+    from scipy.optimize import least_squares  # on demand: `calibrate --help` starts fast
+
     from acceptsim.models.config import CLIENT_SEGMENT_COSTS
 
     names = [row["name"] for row in HostCosts.describe()]

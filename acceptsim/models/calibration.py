@@ -46,12 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq, minimize, minimize_scalar
 
 from acceptsim.models.costs import PARAMETER_SETS, HostCosts
-from acceptsim.models.runner import run_point
 from acceptsim.sim.files import write_text_atomic
-from acceptsim.sim.sweep import run_many
 
 RESULTS = Path(str(resources.files("acceptsim.models") / "calibration_results.toml"))
 
@@ -292,6 +289,8 @@ def band_errors(problem: JointProblem, peaks: Sequence[float], overload: Sequenc
 def fit_joint(problem: JointProblem, maxfev: int = 40, jobs: int | None = None
               ) -> dict[str, Any]:
     """Nelder-Mead over the fields (in microseconds) from the current defaults."""
+    from scipy.optimize import minimize  # on demand: `--help` starts fast
+
     base = PARAMETER_SETS[problem.costs]
     x0 = np.array([getattr(base, f) for f in problem.fields]) * 1e6
     history: list[dict[str, Any]] = []
@@ -388,6 +387,8 @@ def values_from(
 
 def fit_overload(problem: OverloadProblem, jobs: int | None = None) -> dict[str, Any]:
     """Bounded scalar least squares (``scipy.optimize.minimize_scalar``) of the field."""
+    from scipy.optimize import minimize_scalar  # on demand: `--help` starts fast
+
     targets = [t for t in OVERLOAD_TARGETS if t.name in problem.targets]
     base = PARAMETER_SETS[problem.costs]
     history: dict[float, list[float]] = {}  # field value -> the targets' values
@@ -449,6 +450,8 @@ def ratio(problem: RatioProblem, value: float, jobs: int | None = None) -> float
 
 
 def fit_ratio(problem: RatioProblem, jobs: int | None = None) -> dict[str, Any]:
+    from scipy.optimize import brentq  # on demand: `--help` starts fast
+
     history: list[tuple[float, float]] = []
 
     def excess(value: float) -> float:
@@ -483,7 +486,17 @@ def write_ratio(problem: RatioProblem, outcome: dict[str, Any], path: Path = RES
 
 
 def _run(point: dict[str, Any]) -> dict[str, Any]:
+    from acceptsim.models.runner import run_point  # scipy's statistics: on demand
+
     return run_point(point, checked=False)
+
+
+def run_many(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """:func:`acceptsim.sim.sweep.run_many`, imported when a problem runs (pandas): the
+    calibration commands' ``--help`` starts without it."""
+    from acceptsim.sim.sweep import run_many as run
+
+    return run(*args, **kwargs)
 
 
 def peaks(problem: Problem, costs: HostCosts, jobs: int | None = None) -> list[float]:
@@ -519,6 +532,8 @@ def residuals(problem: Problem, values_s: Sequence[float], jobs: int | None = No
 
 
 def fit(problem: Problem, maxfev: int = 12, jobs: int | None = None) -> dict[str, Any]:
+    from scipy.optimize import minimize  # on demand: `--help` starts fast
+
     base = PARAMETER_SETS[problem.costs]
     x0 = np.array([getattr(base, f) for f in problem.fields]) * 1e6  # optimise in microseconds
     history: list[tuple[list[float], float]] = []
