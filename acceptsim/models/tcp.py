@@ -41,7 +41,7 @@ frames queued before it, the reply reaches the client when its frame has left.  
 same holds for servers that write a reply in one step (all but the userver, TUX and
 Knot), whose further frames also wait for the first.  So no link sends more than its
 line rate: a run that would need more is limited by its link (``acceptsim run`` says
-so, :func:`link_note`).  The
+so, ``link_note``).  The
 two-class server models one link of its own (Eggert and Heidemann's testbed): a
 :class:`Nic` that replaces the host's links (:meth:`SendPath.use_links`), so the
 record's ``link_utilization`` is its busy share too.
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 WRITABLE_SHARE: Final = 2.0 / 3.0
 
 
-#: a link busy for at least this share of a run's window limits the run (:func:`link_note`)
+#: a link busy for at least this share of a run's window limits the run (``link_note``)
 LINK_LIMITED_SHARE: Final = 0.98
 
 
