@@ -182,7 +182,8 @@ def test_a_policy_that_sets_its_own_limit_is_not_crossed_with_static_limits(
     assert main(["sweep", str(scenario), "--out", str(out), "--jobs", "1", "--quiet",
                  "--replications", "2", "--policy", "static", "--policy", custom,
                  "--policy", "aimd"]) == 0
-    frame, _ = sim.sweep.read_results(out)
+    frame, description = sim.sweep.read_results(out)
+    assert description["points_merged"] == 4  # custom and aimd: 3 limits each, run once
     runs = frame.groupby("policy").size().to_dict()
     assert runs == {"static": 6, custom: 2, "aimd": 2}
     mine = frame[frame["policy"] == custom]

@@ -788,8 +788,10 @@ def resolve(
             spec["file"] = str(scenario.path)
         points = resolved.points()
         ignored = getattr(domain, "ignored_fields", None)
-        return scenario.name, (points if ignored is None
-                               else without_ignored(points, ignored, base)), spec
+        kept = points if ignored is None else without_ignored(points, ignored, base)
+        if len(kept) < len(points):  # said, not silent: the description keeps the count
+            spec["points_merged"] = len(points) - len(kept)
+        return scenario.name, kept, spec
     if sweep_overrides:
         raise ConfigError("sweep_overrides", sweep_overrides, "only with a scenario, not points")
     points = [{**p, **(overrides or {})} for p in scenario]
@@ -892,6 +894,10 @@ def sweep(
     ]  # fmt: skip
     counts = [max(replications, stop.min_replications if stop else 1)] * len(configs)
     check_size(configs, counts, stop, check, force)
+    if spec.get("points_merged") and progress:
+        sys.stderr.write(f"{name}: {spec['points_merged']} of the sweep's combinations differ "
+                         "only in a field their run does not read (a policy that sets its own "
+                         "accept limit ignores accept_limit): each is run once\n")
     identity = _identity(name, configs, replications, stop)
     description = {
         "name": name,
