@@ -15,7 +15,6 @@ import importlib
 import io
 import itertools
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path

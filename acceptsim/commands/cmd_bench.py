@@ -3,10 +3,10 @@
 For every server registered in :data:`~acceptsim.models.servers.registry.SERVERS`, one run of
 the one-packet workload at 24,000 requests/s (the paper's overload region), and the
 cases of :data:`CASES` (nginx on a 4-CPU host at four times the rate, the userver on
-the SPECweb99-like workload and in a closed loop of 64 users); prints JSON ``{"<server>": {"conns_per_cpu_s": ...,
-...}, ...}``.  CPU time is the simulating process's own (``time.process_time``) over
-the run's event loop.  The default accept-limit is :class:`RunConfig`'s (1);
-``--accept-limit`` sets another.
+the SPECweb99-like workload and in a closed loop of 64 users); prints JSON
+``{"<server>": {"conns_per_cpu_s": ..., ...}, ...}``.  CPU time is the simulating
+process's own (``time.process_time``) over the run's event loop.  The default
+accept-limit is :class:`RunConfig`'s (1); ``--accept-limit`` sets another.
 
 Absolute speeds on a shared machine drift (up to 2x within minutes here), so each
 server's figure is given as ``heap_loop_ratio``: its connection attempts per CPU-second

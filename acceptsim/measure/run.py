@@ -34,6 +34,8 @@ measured listener contributes.
 
 from __future__ import annotations
 
+import csv
+import functools
 import math
 import os
 from collections.abc import Iterable
@@ -46,7 +48,6 @@ from acceptsim.measure.httperf import HttperfReport, read_httperf
 from acceptsim.measure.parse_errors import ParseError, read_text
 from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
 from acceptsim.measure.timeseries_csv import TIMESERIES_FILE, read_timeseries
-from acceptsim.sim.errors import ConfigError
 
 HTTPERF_FILE = "httperf.txt"
 #: a run's per-worker request counts (several workers): ``pid,requests`` lines, in the
@@ -144,34 +145,50 @@ class MeasuredRun:
             )
         return reasons
 
-    def host_limits(self) -> list[str]:
-        """Why the host, not the server, shaped this run (empty: it did not, or the run has
-        no time series to tell, or one that cannot be read: :meth:`timeseries` says why).
+    @functools.cached_property
+    def other_tasks_share(self) -> float | None:
+        """The share of the server's CPUs' time that other tasks ran over the load (None:
+        the run has no time series with the server CPUs' busy time and its cgroup's
+        usage, or one that cannot be read: :meth:`timeseries` says why).
 
-        The server's CPUs ran other tasks: their busy time in the time series outside
-        softirqs (``server_cpu_busy_ms`` minus ``server_cpu_softirq_ms``, /proc/stat: the
-        kernel's packet work for the server's own traffic is not another task) minus the
-        server's own CPU time (``usage_ms``, its cgroup's) over the load, as a fraction
-        of the CPUs' time, is above HOST_OTHER_BUSY_MAX.  Another process on the
-        server's CPU competes with the server for it and delays its wake-ups, which no
-        model of the server predicts.
-        """
+        Their busy time outside softirqs (``server_cpu_busy_ms`` minus
+        ``server_cpu_softirq_ms``, /proc/stat: the kernel's packet work for the server's
+        own traffic is not another task) minus the server's own CPU time (``usage_ms``,
+        its cgroup's), over the rows of the load, as a fraction of the CPUs' time.  Read
+        with the csv module, only these columns: every record asks for it."""
+        path = self.path / TIMESERIES_FILE
+        if path.is_symlink() or not path.is_file():  # timeseries() checks where one points
+            return None
+        sums = {"interval_s": 0.0, "server_cpu_busy_ms": 0.0, "server_cpu_softirq_ms": 0.0,
+                "usage_ms": 0.0}
         try:
-            series = self.timeseries()
-        except (ParseError, ConfigError):  # reading it says what is wrong; the run is kept
-            return []
-        columns = ("server_cpu_busy_ms", "usage_ms")
-        if series is None or any(c not in series or series[c].isna().all() for c in columns):
-            return []
-        load = series[series["time_s"] <= self.info.load.duration_s]
-        span_ms = 1000.0 * float(load["interval_s"].sum()) * self.info.server_cpu_count
+            with open(path, newline="", encoding="utf-8") as handle:
+                rows = csv.DictReader(handle)
+                if not {"time_s", "server_cpu_busy_ms", "usage_ms"} <= set(rows.fieldnames or ()):
+                    return None
+                for row in rows:
+                    if float(row["time_s"]) > self.info.load.duration_s:
+                        continue
+                    if not row["server_cpu_busy_ms"] or not row["usage_ms"]:
+                        return None  # a sampler that could not read one: nothing to tell
+                    for key in sums:
+                        sums[key] += float(row.get(key) or 0.0)
+        except (OSError, ValueError, csv.Error):
+            return None
+        span_ms = 1000.0 * sums["interval_s"] * self.info.server_cpu_count
         if span_ms <= 0:
-            return []
-        busy = load["server_cpu_busy_ms"].sum()
-        if "server_cpu_softirq_ms" in load:
-            busy -= load["server_cpu_softirq_ms"].fillna(0.0).sum()
-        other = float(busy - load["usage_ms"].sum()) / span_ms
-        if other <= HOST_OTHER_BUSY_MAX:
+            return None
+        busy = sums["server_cpu_busy_ms"] - sums["server_cpu_softirq_ms"]
+        return (busy - sums["usage_ms"]) / span_ms
+
+    def host_limits(self) -> list[str]:
+        """Why the host, not the server, shaped this run (empty: it did not, or the run
+        cannot tell): its server's CPUs ran other tasks (:attr:`other_tasks_share`) for more
+        than HOST_OTHER_BUSY_MAX of their time.  Another process on the server's CPU
+        competes with the server for it and delays its wake-ups, which no model of the
+        server predicts."""
+        other = self.other_tasks_share
+        if other is None or other <= HOST_OTHER_BUSY_MAX:
             return []
         return [
             f"the server's CPUs ran other tasks {other:.0%} of the load (server_cpu_busy_ms "
