@@ -115,8 +115,9 @@ def main_calibrate(args: argparse.Namespace) -> int:
         print(f"  {run:48s} residual {res:+.2%}")
     for note in result.notes:
         print("note:", note)
+    kept = {id(run) for run in used}
     for run in runs:
-        if run not in used:
+        if id(run) not in kept:
             reasons = run.client_limits() + run.host_limits()
             print(f"left out {run.path.name}: {'; '.join(reasons)}")
     print(f"wrote {args.out} ({len(used)} of {len(runs)} runs used, "

@@ -345,7 +345,7 @@ def calibrate(
 
     # The reply rate only moves with the costs near saturation, so start from
     # the best common scaling of the fitted costs on a coarse log grid (the scales
-    # nearest 1 first, as many as leave the fit at least half of the budget).
+    # nearest 1, as many as leave the fit at least half of the budget).
     scales = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
     kept = sorted(scales, key=lambda s: abs(math.log(s)))[:max(1, max_evaluations // 2)]
     starts = [np.clip(x0 * s, low, high) for s in scales if s in kept]
