@@ -39,3 +39,11 @@ def test_check_passes_on_its_own_records_and_fails_on_a_changed_one(
     assert "reply_rate_per_s" in capsys.readouterr().out
     monkeypatch.setattr(reference, "reference_set", lambda: small[:2])
     assert reference.main(["check", str(path)]) == 2  # the set itself changed
+
+
+def test_a_nan_field_is_no_difference_but_nan_against_a_number_is(
+    reference_tool: ModuleType,
+) -> None:
+    nan = float("nan")
+    assert reference_tool.differences({"accept_limit": nan}, {"accept_limit": nan}) == []
+    assert reference_tool.differences({"accept_limit": nan}, {"accept_limit": 1.0}) != []

@@ -11,6 +11,7 @@ from typing import Any
 
 from acceptsim.config_io import parse_int, parse_number
 from acceptsim.measure.harness import (
+    CLIENTS,
     DEFAULT_CPU_PERIOD_US,
     DEFAULT_FILE_SIZE_BYTES,
     DEFAULT_PORT,
@@ -40,7 +41,18 @@ def add_parser(subparsers: Any) -> None:
                    "for HAProxy's -1, no limit); every repeat runs each rate at every limit, "
                    f"their order rotated repeat by repeat (default {HAPROXY_DEFAULT_MAXACCEPT}, "
                    "HAProxy's own)")
-    p.add_argument("--rates", required=True, help="target rates R1,R2,... (connections/s)")
+    p.add_argument("--rates", default=None, help="target rates R1,R2,... (connections/s; "
+                   "httperf's open loop, required unless --client wrk)")
+    p.add_argument("--client", default=PLAN_DEFAULTS["client"], choices=CLIENTS,
+                   help="load generator: httperf (open loop at --rates) or wrk (closed loop "
+                   f"of --concurrency connections) (default {PLAN_DEFAULTS['client']})")
+    p.add_argument("--concurrency", default=None, metavar="C1,C2,...",
+                   help="wrk: connections per run, C1,C2,... (required with --client wrk)")
+    p.add_argument("--keepalive", action="store_true",
+                   help="wrk: keep each connection for the next request (default: every "
+                   "request says Connection: close, and wrk connects anew)")
+    p.add_argument("--threads", default=None, help="wrk --threads (default "
+                   f"{PLAN_DEFAULTS['wrk_threads']}, wrk's own)")
     p.add_argument("--duration", default="10", help="seconds of load per run (default 10)")
     p.add_argument("--repeats", default="2", help="runs per rate (default 2)")
     p.add_argument("--first-repeat", default="1",
@@ -104,7 +116,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.server == "nginx" and args.multi_accept is None:
         raise ConfigError("--multi-accept", None, "on or off (required with --server nginx)")
     multi_accept = args.multi_accept is not None and on_off("--multi-accept", args.multi_accept)
-    rates = tuple(parse_number("--rates", r) for r in args.rates.split(",") if r.strip())
+    rates = tuple(parse_number("--rates", r) for r in (args.rates or "").split(",")
+                  if r.strip())
+    concurrencies = tuple(parse_int("--concurrency", c)
+                          for c in (args.concurrency or "").split(",") if c.strip())
     limits: tuple[float, ...] = ()
     if args.accept_limit is not None:
         limits = tuple(parse_number("--accept-limit", v) for v in args.accept_limit.split(",")
@@ -116,6 +131,11 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         multi_accept=multi_accept,
         accept_limits=limits,
         rates_per_s=rates,
+        client=args.client,
+        concurrencies=concurrencies,
+        keepalive=args.keepalive,
+        wrk_threads=(parse_int("--threads", args.threads) if args.threads is not None
+                     else PLAN_DEFAULTS["wrk_threads"]),
         duration_s=parse_number("--duration", args.duration),
         repeats=parse_int("--repeats", args.repeats),
         first_repeat=parse_int("--first-repeat", args.first_repeat),

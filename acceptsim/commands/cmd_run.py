@@ -10,6 +10,7 @@ from typing import Any
 from acceptsim.commands.common import importable_spec
 from acceptsim.config_io import load_params_file, parse_int, parse_number
 from acceptsim.models.config import (
+    CLIENTS,
     KERNEL_RULE,
     NETWORKS,
     WAKEUPS,
@@ -53,6 +54,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--keepalive", action="store_true",
                    help="with --concurrency: each user keeps its connection for its next "
                    "request")
+    p.add_argument("--client", default=None, choices=CLIENTS,
+                   help="whose rules the clients follow: httperf, or wrk with --concurrency "
+                   "(a request is never given up; --timeout is wrk's, and the record's "
+                   f"wrk_latency_ms is wrk's latency report) (default {d('client')})")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
                    f"{WARMUP_RULE})")
@@ -189,6 +194,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "rate_per_s": (args.rate, lambda t: parse_number("rate", t)),
         "concurrency": (args.concurrency, lambda t: parse_int("concurrency", t)),
         "keepalive": (True if args.keepalive else None, bool),
+        "client": (args.client, str),
         "cpus": (args.cpus, lambda t: parse_int("cpus", t)),
         "workers": (args.workers, lambda t: parse_int("workers", t)),
         "listen": (args.listen, str), "wakeup": (args.wakeup, str),

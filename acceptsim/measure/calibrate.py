@@ -42,6 +42,16 @@ COMPARED = {
     "client_timeouts_per_s": "client_timeouts_per_s",
     "listen_overflows_per_s": "nstat_per_s.TcpExtListenOverflows",
 }
+#: a wrk run's measured record keys and the predicted ones they compare with: its
+#: throughput, its latency report (models.wrk_report) and the replies it timed
+COMPARED_WRK = {
+    "reply_rate_per_s": "reply_rate_per_s",
+    "wrk_latency_ms.p50": "wrk_latency_ms.p50",
+    "wrk_latency_ms.p99": "wrk_latency_ms.p99",
+    "wrk_latency_ms.mean": "wrk_latency_ms.mean",
+    "wrk_timeouts_per_s": "wrk_timeouts_per_s",
+    "listen_overflows_per_s": "nstat_per_s.TcpExtListenOverflows",
+}
 
 #: the servers a measured run can name, and the model that simulates each
 SERVER_MODELS = {"nginx": "nginx", "userver": "userver", "haproxy": "haproxy"}
@@ -168,15 +178,22 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     server_params: dict[str, Any] = {"backlog": info.server.backlog}
     if info.server.max_connections:
         server_params["max_connections"] = info.server.max_connections
+    # the load: httperf's open loop at its target rate, or wrk's closed loop of its
+    # connections (wrk's rules: models.config.RunConfig.client)
+    load: dict[str, Any] = (
+        {"client": "wrk", "concurrency": info.load.concurrency,
+         "keepalive": info.load.keepalive}
+        if info.load.tool == "wrk" else
+        {"rate_per_s": info.load.target_rate_per_s, "spacing": info.load.spacing}
+    )
     return RunConfig.from_dict(
         {
             **quota,
             **layout,
+            **load,
             "server_params": server_params,
             "server": SERVER_MODELS[info.server.name],
             "accept_limit": accept_limit_of(run),
-            "rate_per_s": info.load.target_rate_per_s,
-            "spacing": info.load.spacing,
             "timeout_s": info.load.timeout_s,
             "duration_s": info.load.duration_s,
             "warmup_s": 0.0,
@@ -426,8 +443,9 @@ def validate(
     excluded = []
     for run, pred in zip(runs, predicted, strict=True):
         rec = run.record()
-        measured = {k: rec.get(k) for k in COMPARED}
-        predicted_row = {k: pred.get(v) for k, v in COMPARED.items()}
+        compared = COMPARED_WRK if run.wrk is not None else COMPARED
+        measured = {k: rec.get(k) for k in compared}
+        predicted_row = {k: pred.get(v) for k, v in compared.items()}
         reasons = run.client_limits() + run.host_limits()
         error = None
         if measured["reply_rate_per_s"]:
@@ -449,6 +467,10 @@ def validate(
                 "multi_accept": run.info.server.multi_accept,
                 "accept_limit": accept_limit_of(run),
                 "target_rate_per_s": run.info.load.target_rate_per_s,
+                "client": run.info.load.tool,
+                "concurrency": run.info.load.concurrency,
+                "keepalive": run.info.load.keepalive,
+                "worker_processes": run.info.server.worker_processes,
                 "repeat": run.info.host.repeat,
                 "client_limited": run.client_limited,
                 "excluded_because": "; ".join(reasons) or None,
@@ -485,6 +507,51 @@ def validate(
         "limits": by_limit(rows),
         # several workers: the largest gap between a measured and a predicted share
         "worker_share_error_pp_max": max(share_errors) if share_errors else None,
+        "closed_loop": closed_loop(rows),
+    }
+
+
+def closed_loop(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The wrk runs' comparison (None: there are none): the throughput's mean absolute %
+    error, each run's median latency error (%) and 99th-percentile ratio (predicted over
+    measured), over the runs not excluded; and keep-alive's gain, the reply rate with
+    keep-alive over the rate without, per worker count and concurrency, measured (mean of
+    the repeats) and predicted."""
+    wrk = [r for r in rows if r.get("client") == "wrk" and not r["excluded_because"]]
+    if not wrk:
+        return None
+    p50_errors, p99_ratios = [], []
+    for r in wrk:
+        m, p = r["measured"], r["predicted"]
+        if m.get("wrk_latency_ms.p50") and p.get("wrk_latency_ms.p50") is not None:
+            p50_errors.append(100.0 * (p["wrk_latency_ms.p50"] - m["wrk_latency_ms.p50"])
+                              / m["wrk_latency_ms.p50"])
+        if m.get("wrk_latency_ms.p99") and p.get("wrk_latency_ms.p99") is not None:
+            p99_ratios.append(p["wrk_latency_ms.p99"] / m["wrk_latency_ms.p99"])
+    rates: dict[tuple[int, int, bool], dict[str, list[float]]] = {}
+    for r in wrk:
+        key = (r["worker_processes"], r["concurrency"], r["keepalive"])
+        cell = rates.setdefault(key, {"measured": [], "predicted": []})
+        cell["measured"].append(r["measured"]["reply_rate_per_s"])
+        cell["predicted"].append(r["predicted"]["reply_rate_per_s"])
+    gains = []
+    for (workers, concurrency, keepalive), cell in sorted(rates.items()):
+        off = rates.get((workers, concurrency, False))
+        if not keepalive or off is None:
+            continue
+        gains.append({
+            "worker_processes": workers, "concurrency": concurrency,
+            "measured": float(np.mean(cell["measured"]) / np.mean(off["measured"])),
+            "predicted": float(np.mean(cell["predicted"]) / np.mean(off["predicted"])),
+        })
+    return {
+        "runs": len(wrk),
+        "mape_reply_rate": float(np.mean([abs(r["reply_rate_error_pct"]) for r in wrk
+                                          if r["reply_rate_error_pct"] is not None])),
+        "p50_error_pct": p50_errors,
+        "p50_error_pct_max": max(map(abs, p50_errors)) if p50_errors else None,
+        "p99_ratio": p99_ratios,
+        "keepalive_gain": gains,
     }
 
 

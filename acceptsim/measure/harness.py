@@ -44,7 +44,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from acceptsim.measure import testbed
-from acceptsim.measure.run import HTTPERF_FILE, RUN_FILE, WORKERS_FILE, MeasuredRun, load_run
+from acceptsim.measure.run import (
+    HTTPERF_FILE,
+    RUN_FILE,
+    WORKERS_FILE,
+    WRK_FILE,
+    MeasuredRun,
+    load_run,
+)
 from acceptsim.measure.runfile import (
     CounterFiles,
     HostInfo,
@@ -64,6 +71,7 @@ from acceptsim.measure.timeseries_csv import (
     rows_from_samples,
     write_timeseries,
 )
+from acceptsim.measure.wrk import WRK_DEFAULT_THREADS, wrk_command
 from acceptsim.models.servers import haproxy as haproxy_model
 from acceptsim.sim.errors import ConfigError
 
@@ -85,6 +93,10 @@ MAX_WORKERS = 64
 #: the largest tune.maxaccept a measure writes (a 32-bit signed integer in HAProxy's parser
 #: allows more; beyond the accept queue's few thousand entries a limit is no limit)
 MAX_MAXACCEPT = 1_000_000
+#: the load generators `acceptsim measure` can run (--client)
+CLIENTS = ("httperf", "wrk")
+#: the most connections one wrk run may hold (each a descriptor of wrk's and nginx's)
+MAX_WRK_CONNECTIONS = 10_000
 #: where the harness puts nginx's group for --server-cpu-quota, in this order: the unified
 #: (cgroup v2) hierarchy when it offers the cpu controller, else the v1 ``cpu`` hierarchy;
 #: the first of them that this process may write to
@@ -128,8 +140,8 @@ def default_cpu_period_us(quota_cpus: float) -> int:
     """The shortest period, at least DEFAULT_CPU_PERIOD_US, whose quota is >= 1 ms."""
     return max(DEFAULT_CPU_PERIOD_US, math.ceil(MIN_CPU_QUOTA_US / quota_cpus))
 INSTALL_HINT = (
-    "install them with `apt-get install httperf nginx-light haproxy iproute2` (Debian/Ubuntu "
-    "packages httperf, nginx-light, haproxy and, for nstat, iproute2); nginx and haproxy live "
+    "install them with `apt-get install httperf wrk nginx-light haproxy iproute2` (Debian/Ubuntu "
+    "packages httperf, wrk, nginx-light, haproxy and, for nstat, iproute2); nginx and haproxy live "
     "in /usr/sbin, which must be on PATH"
 )
 #: the servers `acceptsim measure` can start, each with its executable
@@ -176,6 +188,15 @@ class Plan:
     #: repeat so that the machine's drift hits them alike.  nginx: empty (its knob is
     #: multi_accept)
     accept_limits: tuple[float, ...] = ()
+    #: the load generator (--client): httperf's open loop at each of rates_per_s, or wrk's
+    #: closed loop with each of concurrencies connections
+    client: str = "httperf"
+    #: wrk --connections per run (--concurrency); empty for httperf
+    concurrencies: tuple[int, ...] = ()
+    #: wrk: connections kept for the next request (--keepalive); else Connection: close
+    keepalive: bool = False
+    #: wrk --threads (--threads)
+    wrk_threads: int = WRK_DEFAULT_THREADS
 
     def __post_init__(self) -> None:
         if self.server not in SERVERS:
@@ -185,11 +206,25 @@ class Plan:
         elif self.accept_limits:
             raise ConfigError("--accept-limit", ",".join(map(limit_text, self.accept_limits)),
                               "only with --server haproxy (nginx's knob is --multi-accept)")
-        runs = len(self.rates_per_s) * self.repeats * max(1, len(self.accept_limits))
-        if not self.rates_per_s or runs > MAX_POINTS:
+        if self.client not in CLIENTS:
+            raise ConfigError("--client", self.client, " or ".join(CLIENTS))
+        if self.client == "wrk":
+            self._check_wrk()
+        else:
+            if self.concurrencies or self.keepalive:
+                option = "--concurrency" if self.concurrencies else "--keepalive"
+                raise ConfigError(option, self.concurrencies or True, "only with --client "
+                                  "wrk (httperf runs an open loop at --rates)")
+            if not self.rates_per_s:
+                raise ConfigError("--rates", "", "one or more rates (connections/s)")
+        loads = self.concurrencies or self.rates_per_s
+        runs = len(loads) * self.repeats * max(1, len(self.accept_limits))
+        if runs > MAX_POINTS:
             raise ConfigError(
-                "--rates", self.rates_per_s,
-                f"1 to {MAX_POINTS} runs (rates x repeats x accept limits)"
+                "--concurrency" if self.concurrencies else "--rates",
+                ",".join(f"{x:g}" for x in loads),
+                f"1 to {MAX_POINTS} runs (rates x repeats x accept limits, or concurrencies x "
+                f"repeats)"
             )
         for rate in self.rates_per_s:
             if not (rate > 0 and math.isfinite(rate)):
@@ -266,6 +301,26 @@ class Plan:
                     f"{MIN_CPU_QUOTA_US} us",
                 )
 
+    def _check_wrk(self) -> None:
+        """wrk's options: a closed loop, whole seconds (wrk reads no fractions)."""
+        if self.rates_per_s:
+            raise ConfigError("--rates", ",".join(f"{r:g}" for r in self.rates_per_s),
+                              "left out with --client wrk (a closed loop: --concurrency)")
+        if not self.concurrencies:
+            raise ConfigError("--concurrency", "", "one or more connection counts C1,C2,... "
+                              "for --client wrk")
+        for c in self.concurrencies:
+            if not 1 <= c <= MAX_WRK_CONNECTIONS:
+                raise ConfigError("--concurrency", c, f"integers from 1 to "
+                                  f"{MAX_WRK_CONNECTIONS} (wrk --connections)")
+        if not 1 <= self.wrk_threads <= min(self.concurrencies):
+            raise ConfigError("--threads", self.wrk_threads, f"1 to the smallest --concurrency "
+                              f"({min(self.concurrencies)}): wrk needs a connection per thread")
+        for option, value in (("--duration", self.duration_s), ("--timeout", self.timeout_s)):
+            if value != int(value) or value < 1:
+                raise ConfigError(option, value, "whole seconds >= 1 with --client wrk (wrk "
+                                  "reads its --duration and --timeout so)")
+
     def _check_haproxy(self) -> None:
         """HAProxy's options: its limits, and none of nginx's knobs."""
         if not self.accept_limits:
@@ -295,7 +350,8 @@ class Plan:
         the limits' order rotated by one each repeat (drift hits every limit alike)."""
         repeats = range(self.first_repeat, self.first_repeat + self.repeats)
         if not self.accept_limits:
-            return [(rate, repeat, None) for rate in self.rates_per_s for repeat in repeats]
+            loads = self.concurrencies or self.rates_per_s  # wrk: (concurrency, repeat, None)
+            return [(load, repeat, None) for load in loads for repeat in repeats]
         limits = list(self.accept_limits)
         out: list[tuple[float, int, float | None]] = []
         for k, repeat in enumerate(repeats):
@@ -324,10 +380,11 @@ def limit_text(limit: float) -> str:
     return "inf" if limit == math.inf else str(int(limit))
 
 
-def check_tools(need_taskset: bool, server: str = "nginx") -> dict[str, str | None]:
+def check_tools(need_taskset: bool, server: str = "nginx",
+                client: str = "httperf") -> dict[str, str | None]:
     """Paths of the tools; raise HarnessError naming the missing ones and how to install them."""
-    found = {name: shutil.which(name) for name in ("httperf", server, "nstat", "taskset")}
-    missing = [name for name in ("httperf", server) if found[name] is None]
+    found = {name: shutil.which(name) for name in (client, server, "nstat", "taskset")}
+    missing = [name for name in (client, server) if found[name] is None]
     if need_taskset and found["taskset"] is None:
         missing.append("taskset (Debian package util-linux)")
     if missing:
@@ -1356,6 +1413,36 @@ def run_httperfs(commands: list[list[str]], cpus: str, limit_s: float) -> list[s
                     proc.wait(timeout=10)
 
 
+def run_wrk(argv: list[str], cpus: str, limit_s: float) -> tuple[str, float]:
+    """Run one wrk; its standard output and the CPU time it used (user and system, from
+    its own resource usage when it is reaped), or HarnessError after limit_s.  However
+    this ends, no wrk is left running (its session's group is killed)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        with deferred_signals():
+            proc = subprocess.Popen(_pin(cpus, argv), stdout=out, stderr=err, text=True,
+                                    start_new_session=True)
+        try:
+            deadline = time.monotonic() + limit_s
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"wrk still running after {limit_s:.0f} s")
+                time.sleep(0.05)
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        finally:
+            with deferred_signals():
+                if proc.returncode is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise HarnessError(f"wrk exited with {proc.returncode}: {err.read().strip()}")
+        return out.read(), usage.ru_utime + usage.ru_stime
+
+
 def worker_cgroup_counters(group: CpuQuota | None) -> list[dict[str, int]]:
     """Scope "worker": for each worker's group, in order, the pid in it (0 unless exactly
     one), its ``cpu.stat`` counters and CPU time now (``nr_periods``, ``nr_throttled``,
@@ -1395,6 +1482,10 @@ def run_dir_name(plan: Plan, rate: float, repeat: int, limit: float | None = Non
     if plan.workers > 1:
         way = "reuseport" if plan.reuseport else "mutex" if plan.accept_mutex else "shared"
         layout = f"-workers-{plan.workers}-{way}"
+    if plan.client == "wrk":  # rate: the concurrency
+        ka = "on" if plan.keepalive else "off"
+        return (f"{plan.server}{layout}-multi_accept-{ma}-wrk-c-{rate:05.0f}-keepalive-{ka}"
+                f"-rep-{repeat}")
     return f"{plan.server}{layout}-multi_accept-{ma}-rate-{rate:06.0f}-rep-{repeat}"
 
 
@@ -1407,7 +1498,7 @@ def measure(
     below unwinds: no nginx, httperf or cgroup of this measure is left behind.
     """
     cpus = sorted(os.sched_getaffinity(0))
-    tools = check_tools(need_taskset=len(cpus) >= 2, server=plan.server)
+    tools = check_tools(need_taskset=len(cpus) >= 2, server=plan.server, client=plan.client)
     server_cpus, client_cpus = cpu_split(cpus)
     executable = tools[plan.server]
     assert executable is not None
@@ -1456,8 +1547,12 @@ def _measure_points(
         server = (Nginx(plan, server_cpus, executable, group) if limit is None
                   else Haproxy(plan, server_cpus, executable, group, limit))
         stats = ""
+        wrk = plan.client == "wrk"
         with server:
-            commands = httperf_commands(plan, rate, server.uri)
+            commands = ([wrk_command(f"http://{ADDRESS}:{plan.port}{server.uri}", int(rate),
+                                     plan.wrk_threads, int(plan.duration_s),
+                                     int(plan.timeout_s), plan.keepalive)]
+                        if wrk else httperf_commands(plan, rate, server.uri))
             started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             before = snapshot(tools["nstat"])
             cpu_before = group.throttled() if group else {}
@@ -1468,10 +1563,16 @@ def _measure_points(
                                   sampler_sources(plan.port, server_cpus, group,
                                                   server.worker_pids()),
                                   client_cpus)  # fmt: skip
+            client_cpu_s = 0.0
             with sampler or contextlib.nullcontext():
-                outputs = run_httperfs(
-                    commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
-                )
+                if wrk:
+                    output, client_cpu_s = run_wrk(commands[0], client_cpus,
+                                                   limit_s=plan.duration_s + 60.0)
+                    outputs = [output]
+                else:
+                    outputs = run_httperfs(
+                        commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
+                    )
             cpu_after = group.throttled() if group else {}
             workers_after = worker_cgroup_counters(group)
             after = snapshot(tools["nstat"])
@@ -1493,8 +1594,10 @@ def _measure_points(
                 log(f"{name}: no {TIMESERIES_FILE}: {exc}")
         setting = (f"maxaccept={limit_text(limit)}" if limit is not None
                    else f"multi_accept={'on' if plan.multi_accept else 'off'}")
+        load_text = (f"wrk -c {rate:g} keepalive {'on' if plan.keepalive else 'off'}" if wrk
+                     else f"{rate:g}/s")
         info = RunInfo(
-            label=f"{plan.server} {setting} {rate:g}/s #{repeat}",
+            label=f"{plan.server} {setting} {load_text} #{repeat}",
             server=ServerInfo(
                 name=plan.server,
                 version=version,
@@ -1513,8 +1616,8 @@ def _measure_points(
             ),
             kernel=kernel,
             load=LoadInfo(
-                tool="httperf",
-                target_rate_per_s=float(rate),
+                tool=plan.client,
+                target_rate_per_s=0.0 if wrk else float(rate),
                 duration_s=plan.duration_s,
                 timeout_s=plan.timeout_s,
                 processes=len(commands),
@@ -1524,6 +1627,10 @@ def _measure_points(
                 address=ADDRESS,
                 port=plan.port,
                 cpus=client_cpus,
+                concurrency=int(rate) if wrk else 0,
+                threads=plan.wrk_threads if wrk else 0,
+                keepalive=plan.keepalive,
+                client_cpu_s=client_cpu_s,
             ),
             counters=CounterFiles(),
             host=HostInfo(cpus=len(cpus), repeat=repeat, started_at=started),
@@ -1535,7 +1642,7 @@ def _measure_points(
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         (partial / RUN_FILE).write_text(info.to_toml())
-        (partial / HTTPERF_FILE).write_text("".join(outputs))
+        (partial / (WRK_FILE if wrk else HTTPERF_FILE)).write_text("".join(outputs))
         if stats:
             (partial / HAPROXY_STATS_FILE).write_text(stats)
         if limit is None and (per_worker or pids):  # nginx's workers, in start order
@@ -1564,13 +1671,21 @@ def _measure_points(
         shares = ""
         if r.get("worker_shares"):
             shares = ", workers " + "/".join(f"{s:.2f}" for s in r["worker_shares"])
+        client_text = (
+            f"p50 {r.get('wrk_latency_ms.p50', math.nan):.2f} ms, "
+            f"p99 {r.get('wrk_latency_ms.p99', math.nan):.2f} ms, "
+            f"wrk timeouts {r['errors.timeout']}, wrk CPU {r['client_cpus_used'] or 0:.2f}"
+            if wrk else
+            f"client-timo {r['client_timeouts_per_s']:.0f}/s, "
+            f"test-duration {r['test_duration_s']:.1f} s, "
+            f"httperf CPU {r['client_cpus_used']:.2f}"
+        )
         log(
             f"{name}: reply {r['reply_rate_per_s']:.0f}/s{shares}, "
-            f"client-timo {r['client_timeouts_per_s']:.0f}/s, "
-            f"listen overflows {r['listen_overflows_per_s']:.0f}/s, "
-            f"test-duration {r['test_duration_s']:.1f} s, "
-            f"httperf CPU {r['client_cpus_used']:.2f}{throttle}"
+            f"listen overflows {r['listen_overflows_per_s']:.0f}/s, {client_text}{throttle}"
         )
+        for reason in run.client_limits() if wrk else ():
+            log(f"{name}: warning: the client limited this run: {reason}")
         for reason in run.host_limits():  # recorded, and left out by validate and calibrate
             log(f"{name}: warning: not a quiet machine: {reason}")
         if plan.pause_s:

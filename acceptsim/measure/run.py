@@ -4,6 +4,7 @@ A run directory holds::
 
     run.toml               what was measured (see acceptsim.measure.runfile)
     httperf.txt            httperf's standard output, one summary per httperf process
+    wrk.txt                wrk's standard output, in its place for a wrk run (load.tool)
     counters-before.txt    kernel counters before the load (nstat -az, /proc/net copies
     counters-after.txt     or netstat -s text; file names can be changed in run.toml)
     workers.csv            requests per nginx worker, counted with several workers
@@ -38,7 +39,7 @@ import csv
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,24 @@ from typing import Any
 from acceptsim.measure.counters import deltas, read_counters
 from acceptsim.measure.httperf import HttperfReport, read_httperf
 from acceptsim.measure.parse_errors import ParseError, read_text
-from acceptsim.measure.runfile import RUN_FILE, RunInfo, counter_path, read_run_info
+from acceptsim.measure.runfile import (
+    RUN_FILE,
+    RunInfo,
+    counter_path,
+    parse_cpu_list,
+    read_run_info,
+)
 from acceptsim.measure.timeseries_csv import TIMESERIES_FILE, read_timeseries
+from acceptsim.measure.wrk import WrkReport, read_wrk
 
 HTTPERF_FILE = "httperf.txt"
+#: a wrk run's standard output (load.tool = "wrk", in place of httperf.txt)
+WRK_FILE = "wrk.txt"
+#: a wrk run whose wrk kept its CPUs busier than this share of the run measured wrk: a
+#: closed loop's load waits on its client, and wrk's threads, unlike httperf's processes,
+#: sleep in epoll_wait when they have nothing to do (a server-bound run leaves them idle
+#: most of the time)
+CLIENT_CPU_BUSY_MAX = 0.9
 #: a run's per-worker request counts (several workers): ``pid,requests`` lines, in the
 #: workers' start order
 WORKERS_FILE = "workers.csv"
@@ -76,6 +91,8 @@ class MeasuredRun:
     #: requests each worker served over the load, in the workers' start order (empty:
     #: one worker, or not recorded)
     worker_requests: tuple[int, ...] = ()
+    #: wrk's report (load.tool = "wrk"; its run has no httperf reports)
+    wrk: WrkReport | None = None
 
     def timeseries(self) -> Any:
         """The run's time series (``timeseries.csv``) as a pandas DataFrame, one row per
@@ -93,7 +110,10 @@ class MeasuredRun:
 
     @property
     def test_duration_s(self) -> float:
-        """The longest httperf test-duration (the processes run side by side)."""
+        """The longest httperf test-duration (the processes run side by side); wrk's
+        runtime."""
+        if self.wrk is not None:
+            return self.wrk.runtime_s
         return max(r.totals.test_duration_s for r in self.reports)
 
     def client_limits(self) -> list[str]:
@@ -113,6 +133,8 @@ class MeasuredRun:
         its processes together report about 100% of their CPU at every rate (one
         process at 300/s already shows 64%).
         """
+        if self.wrk is not None:
+            return self._wrk_limits()
         load = self.info.load
         reasons = []
         short = [
@@ -143,6 +165,24 @@ class MeasuredRun:
                 f"connections started at {started:.0f}/s, under "
                 f"{CLIENT_START_RATE_MIN:.0%} of the target {load.target_rate_per_s:g}/s"
             )
+        return reasons
+
+    def _wrk_limits(self) -> list[str]:
+        """Why wrk, not the server, shaped this closed loop: it could not connect
+        (connect errors: no local ports or descriptors), or its threads kept their CPUs
+        busier than CLIENT_CPU_BUSY_MAX over the run (``load.client_cpu_s``), so that the
+        server waited for wrk."""
+        assert self.wrk is not None
+        reasons = []
+        if self.wrk.errors_connect:
+            reasons.append(f"wrk failed {self.wrk.errors_connect} connects (local ports or "
+                           "descriptors ran out)")
+        load = self.info.load
+        cpus = len(parse_cpu_list(load.cpus)) if load.cpus else self.info.host.cpus
+        busy = load.client_cpu_s / (self.wrk.runtime_s * min(cpus, load.threads))
+        if busy > CLIENT_CPU_BUSY_MAX:
+            reasons.append(f"wrk kept its CPUs {busy:.0%} busy (more than "
+                           f"{CLIENT_CPU_BUSY_MAX:.0%}: the server waited for it)")
         return reasons
 
     @functools.cached_property
@@ -223,6 +263,8 @@ class MeasuredRun:
         test-duration).  Kernel counters are divided by the longest window;
         they count every socket of the host, not only the measured server.
         """
+        if self.wrk is not None:
+            return self._wrk_record()
         info, reports = self.info, self.reports
 
         def per_s(attr: str, convention: str = "window") -> float:
@@ -236,11 +278,7 @@ class MeasuredRun:
             return total
 
         window = max(self.load_window_s(r) for r in reports)
-        d = self.counter_deltas
-
-        def counter_rate(name: str) -> float:
-            return d.get(name, 0) / window if window else math.nan
-
+        counter_rate = self._counter_rate(window)
         connections = sum(r.totals.connections for r in reports)
         replies = sum(r.totals.replies for r in reports)
         samples = sum(r.reply_rate.samples for r in reports)
@@ -302,6 +340,23 @@ class MeasuredRun:
             "host_limit_reasons": "; ".join(self.host_limits()),
             "server_cpu_quota": info.server.cpu_quota,
             "max_concurrent_connections": sum(r.connection_rate.max_concurrent for r in reports),
+            **self._kernel_and_workers(counter_rate),
+        }
+        record.update({f"errors.{k}": v for k, v in errors.items()})
+        return record
+
+    def _counter_rate(self, window: float) -> Callable[[str], float]:
+        """A kernel counter's growth per second of ``window``."""
+        d = self.counter_deltas
+        return lambda name: d.get(name, 0) / window if window else math.nan
+
+    def _kernel_and_workers(self, counter_rate: Callable[[str], float]) -> dict[str, Any]:
+        """The record's kernel counters (per second), server layout and worker shares,
+        whatever the client."""
+        info = self.info
+        counts = self.worker_requests
+        total = sum(counts)
+        return {
             "listen_overflows_per_s": counter_rate("TcpExtListenOverflows"),
             "listen_drops_per_s": counter_rate("TcpExtListenDrops"),
             "drops_per_s.listen_overflow": counter_rate("TcpExtListenOverflows"),
@@ -310,14 +365,58 @@ class MeasuredRun:
             "syncookies_sent_per_s": counter_rate("TcpExtSyncookiesSent"),
             "req_q_full_do_cookies_per_s": counter_rate("TcpExtTCPReqQFullDoCookies"),
             "tcp_retrans_segs_per_s": counter_rate("TcpRetransSegs"),
+            "accept_mutex": info.server.accept_mutex,
+            "reuseport": info.server.reuseport,
+            "worker_shares": [c / total for c in counts] if total else [],
+            "worker_imbalance": max(counts) * len(counts) / total if total else None,
         }
-        record.update({f"errors.{k}": v for k, v in errors.items()})
-        record["accept_mutex"] = info.server.accept_mutex
-        record["reuseport"] = info.server.reuseport
-        counts = self.worker_requests
-        total = sum(counts)
-        record["worker_shares"] = [c / total for c in counts] if total else []
-        record["worker_imbalance"] = max(counts) * len(counts) / total if total else None
+
+    def _wrk_record(self) -> dict[str, Any]:
+        """A wrk run's record: its replies per second of wrk's runtime (the simulator's
+        ``reply_rate_per_s``), its latency report under the simulator's
+        ``wrk_latency_ms`` names, its errors, and the kernel's counters."""
+        info, wrk = self.info, self.wrk
+        assert wrk is not None
+        window = wrk.runtime_s
+        reasons = self.client_limits()
+        record: dict[str, Any] = {
+            "run": self.path.name,
+            "label": info.label,
+            "server": info.server.name,
+            "client": "wrk",
+            "multi_accept": info.server.multi_accept,
+            "worker_processes": info.server.worker_processes,
+            "backlog": info.server.backlog,
+            "kernel": info.kernel.profile,
+            "kernel_release": info.kernel.release,
+            "concurrency": info.load.concurrency,
+            "keepalive": info.load.keepalive,
+            "wrk_threads": wrk.threads,
+            "duration_s": info.load.duration_s,
+            "timeout_s": info.load.timeout_s,
+            "file_size_bytes": info.load.file_size_bytes,
+            "repeat": info.host.repeat,
+            "test_duration_s": wrk.runtime_s,
+            "load_window_s": window,
+            "reply_rate_per_s": wrk.requests_per_s,
+            "wrk_latency_ms.mean": wrk.latency_mean_ms,
+            "wrk_latency_ms.max": wrk.latency_max_ms,
+            **{f"wrk_latency_ms.p{p:g}": v for p, v in sorted(wrk.percentiles_ms.items())},
+            "wrk_timeouts_per_s": wrk.errors_timeout / window,
+            "errors.connect": wrk.errors_connect,
+            "errors.read": wrk.errors_read,
+            "errors.write": wrk.errors_write,
+            "errors.timeout": wrk.errors_timeout,
+            "errors.status": wrk.non_2xx_3xx,
+            "connections.completed": wrk.requests,
+            "client_cpus_used": info.load.client_cpu_s / window if info.load.client_cpu_s
+            else None,
+            "client_limited": bool(reasons),
+            "client_limit_reasons": "; ".join(reasons),
+            "host_limit_reasons": "; ".join(self.host_limits()),
+            "server_cpu_quota": info.server.cpu_quota,
+            **self._kernel_and_workers(self._counter_rate(window)),
+        }
         return record
 
 
@@ -327,6 +426,8 @@ def load_run(directory: str | Path) -> MeasuredRun:
     if not directory.is_dir():
         raise ParseError(directory, 0, "not a run directory")
     info = read_run_info(directory / RUN_FILE)
+    if info.load.tool == "wrk":
+        return _load_wrk_run(directory, info)
     reports = tuple(read_httperf(directory / HTTPERF_FILE))
     if len(reports) != info.load.processes:
         raise ParseError(
@@ -335,17 +436,42 @@ def load_run(directory: str | Path) -> MeasuredRun:
             f"{len(reports)} httperf summaries but run.toml says load.processes = "
             f"{info.load.processes}",
         )
+    for report in reports:  # a duration below zero is no httperf's
+        if not report.totals.test_duration_s >= 0:
+            raise ParseError(directory / HTTPERF_FILE, 0, f"test-duration "
+                             f"{report.totals.test_duration_s:g} s is below zero")
+        check_totals(directory / HTTPERF_FILE, report)
+    before, after = _read_snapshots(directory, info)
+    sent = sum(r.totals.requests for r in reports)
+    workers = _read_workers(directory, info, sent, "httperf sent")
+    return MeasuredRun(directory, info, reports, before, after, workers)
+
+
+def _load_wrk_run(directory: Path, info: RunInfo) -> MeasuredRun:
+    """A wrk run: its report (``wrk.txt``), checked against run.toml's load."""
+    report = read_wrk(directory / WRK_FILE)
+    for key, value in (("concurrency", report.connections), ("threads", report.threads)):
+        if getattr(info.load, key) != value:
+            name = "connections" if key == "concurrency" else key
+            raise ParseError(directory / WRK_FILE, 0, f"wrk ran {value} {name} "
+                             f"but run.toml says load.{key} = {getattr(info.load, key)}")
+    before, after = _read_snapshots(directory, info)
+    # nginx logs every request it served: each reply wrk read, each lost on a read
+    # error, and at most one per connection still in flight when wrk stopped
+    workers = _read_workers(directory, info,
+                            report.requests + report.errors_read + report.connections,
+                            "wrk's replies read, read errors and connections allow")
+    return MeasuredRun(directory, info, (), before, after, workers, report)
+
+
+def _read_snapshots(directory: Path, info: RunInfo) -> tuple[dict[str, int], dict[str, int]]:
+    """The kernel counters before and after the load, checked to only grow."""
     before = read_counters(
         [counter_path(directory, n, "counters.before") for n in info.counters.before]
     )
     after = read_counters(
         [counter_path(directory, n, "counters.after") for n in info.counters.after]
     )
-    for report in reports:  # a duration below zero is no httperf's
-        if not report.totals.test_duration_s >= 0:
-            raise ParseError(directory / HTTPERF_FILE, 0, f"test-duration "
-                             f"{report.totals.test_duration_s:g} s is below zero")
-        check_totals(directory / HTTPERF_FILE, report)
     for name, delta in deltas(before, after).items():
         if delta < 0:  # counters only grow: a truncated, swapped or foreign snapshot
             raise ParseError(
@@ -353,15 +479,19 @@ def load_run(directory: str | Path) -> MeasuredRun:
                 f"counter {name} went from {before.get(name, 0)} to {after.get(name, 0)}: a "
                 "later snapshot below an earlier one (swapped, truncated or another host's)",
             )  # fmt: skip
+    return before, after
+
+
+def _read_workers(directory: Path, info: RunInfo, sent: int, sender: str) -> tuple[int, ...]:
+    """``workers.csv``'s counts, checked against the workers and the requests sent."""
     workers = read_worker_requests(directory / WORKERS_FILE)
     if workers and len(workers) != info.server.worker_processes:
         raise ParseError(directory / WORKERS_FILE, 0, f"{len(workers)} workers but run.toml "
                          f"says server.worker_processes = {info.server.worker_processes}")
-    sent = sum(r.totals.requests for r in reports)
     if sum(workers) > sent:
         raise ParseError(directory / WORKERS_FILE, 0, f"{sum(workers)} requests served, more "
-                         f"than the {sent} httperf sent")
-    return MeasuredRun(directory, info, reports, before, after, workers)
+                         f"than the {sent} {sender}")
+    return workers
 
 
 def check_totals(path: Path, report: HttperfReport) -> None:

@@ -35,8 +35,8 @@ file and the key)::
     tick_s = 0.004            # the scheduler tick, 1/HZ (0 = not recorded: the profile's)
 
     [load]                    # LoadInfo
-    tool = "httperf"
-    target_rate_per_s = 2000.0    # required: aggregate over all processes
+    tool = "httperf"              # or "wrk" (a closed loop: concurrency, threads, keepalive)
+    target_rate_per_s = 2000.0    # required for httperf: aggregate over all processes
     duration_s = 10.0             # required: target_rate_per_s x duration_s connections
     timeout_s = 1.0               # required: httperf --timeout
     processes = 2                 # httperf processes sharing the rate
@@ -46,6 +46,10 @@ file and the key)::
     address = "127.0.0.1"
     port = 18080
     cpus = "1"
+    concurrency = 0               # wrk --connections (required for wrk)
+    threads = 0                   # wrk --threads
+    keepalive = false             # wrk: false = Connection: close on every request
+    client_cpu_s = 0.0            # CPU time the load generator used (0 = not recorded)
 
     [counters]                # file names relative to the run directory
     before = ["counters-before.txt"]
@@ -75,6 +79,8 @@ from acceptsim.sim.errors import ConfigError, parse_toml, read_user_file
 from acceptsim.sim.params import Params, param
 
 FORMAT = "acceptsim-measured-run/1"
+#: the load generators a measured run may name (load.tool)
+LOAD_TOOLS = ("httperf", "wrk")
 
 
 @dataclass(frozen=True)
@@ -181,9 +187,12 @@ class KernelInfo(Params):
 @dataclass(frozen=True)
 class LoadInfo(Params):
     _prefix = "load."
-    tool: str = param("httperf", unit="", choices=("httperf",), doc="load generator")
+    tool: str = param("httperf", unit="", choices=LOAD_TOOLS,
+                      doc="load generator: httperf (open loop) or wrk (closed loop)")
     target_rate_per_s: float = param(
-        1.0, unit="connections/s", gt=0.0, doc="aggregate target rate (required)"
+        0.0, unit="connections/s", ge=0.0,
+        doc="aggregate target rate (required for httperf; 0 or left out for wrk, whose "
+        "closed loop has none)",
     )
     duration_s: float = param(
         1.0, unit="s", gt=0.0, doc="target duration: each process makes rate x duration conns"
@@ -201,6 +210,21 @@ class LoadInfo(Params):
     address: str = param("127.0.0.1", unit="", doc="server address")
     port: int = param(80, unit="", ge=1, le=65535, doc="server port")
     cpus: str = param("", unit="", doc="CPU list the clients were pinned to ('' = not pinned)")
+    concurrency: int = param(
+        0, unit="connections", ge=0,
+        doc="wrk --connections: the closed loop's connections (required for wrk; 0 for httperf)",
+    )
+    threads: int = param(0, unit="threads", ge=0, doc="wrk --threads (0 for httperf)")
+    keepalive: bool = param(
+        False, unit="", doc="wrk: each connection kept for its next request (false: every "
+        "request carries Connection: close, and wrk connects anew after each reply)",
+    )
+    client_cpu_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="CPU time the load generator used over the run (0 = not recorded); a wrk run "
+        "whose wrk kept its CPUs busier than acceptsim.measure.run.CLIENT_CPU_BUSY_MAX "
+        "measured wrk",
+    )
 
 
 @dataclass(frozen=True)
@@ -222,6 +246,29 @@ class SeriesInfo(Params):
     sampler_cpu_s: float = param(
         0.0, unit="s", ge=0.0, doc="CPU time the sampler used over the run (its own cost)"
     )
+
+
+def check_load(load: LoadInfo) -> None:
+    """The load's settings that depend on its tool: httperf's target rate, wrk's
+    connections and threads (a ConfigError naming the key)."""
+    if load.tool == "httperf":
+        if not load.target_rate_per_s:
+            raise ConfigError("load.target_rate_per_s", load.target_rate_per_s,
+                              "> 0 connections/s for httperf (required)")
+        for key in ("concurrency", "threads"):
+            if getattr(load, key):
+                raise ConfigError(f"load.{key}", getattr(load, key),
+                                  "0 or left out for httperf (wrk's setting)")
+        return
+    if load.target_rate_per_s:
+        raise ConfigError("load.target_rate_per_s", load.target_rate_per_s,
+                          "0 or left out for wrk (a closed loop has no target rate)")
+    if load.concurrency < 1:
+        raise ConfigError("load.concurrency", load.concurrency,
+                          "an integer >= 1 for wrk (its --connections; required)")
+    if not 1 <= load.threads <= load.concurrency:
+        raise ConfigError("load.threads", load.threads, f"1 to load.concurrency "
+                          f"({load.concurrency}) for wrk (its --threads)")
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -284,7 +331,10 @@ TABLES: dict[str, type[Params]] = {
     "host": HostInfo,
     "timeseries": SeriesInfo,
 }
-REQUIRED = {"server": ("name",), "load": ("target_rate_per_s", "duration_s", "timeout_s")}
+REQUIRED: dict[str, tuple[str, ...]] = {"server": ("name",),
+                                        "load": ("duration_s", "timeout_s")}
+#: the load's keys its tool requires (load.tool)
+REQUIRED_BY_TOOL = {"httperf": ("target_rate_per_s",), "wrk": ("concurrency", "threads")}
 TOP_LEVEL = ("format", "label", "server", "kernel", "load", "counters", "host", "timeseries")
 
 
@@ -359,11 +409,16 @@ def parse_run_info(data: Mapping[str, Any], path: str | Path = "run.toml") -> Ru
         table = _table(path, data, name)
         if name in REQUIRED and name not in data:
             raise ConfigError(f"{path}: {name}", None, "a table (required)")
-        for key in REQUIRED.get(name, ()):
+        required = REQUIRED.get(name, ())
+        if name == "load":  # what its tool needs besides
+            required += REQUIRED_BY_TOOL.get(table.get("tool", "httperf"), ())
+        for key in required:
             if key not in table:
                 raise ConfigError(f"{path}: {name}.{key}", None, "a value (required)")
         try:
             built[name] = cls.from_dict(table)
+            if name == "load":
+                check_load(built[name])
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc.field}", exc.value, exc.allowed) from None
         except TypeError:  # a key that is not a string (cannot happen in TOML) or similar

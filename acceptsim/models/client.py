@@ -106,6 +106,12 @@ class ClientParams(Params):
         False, unit="", doc="closed loop: each user keeps its connection and sends its next "
         "request when the reply arrives, until a step times out",
     )
+    asks_close: bool = param(
+        False, unit="", doc="each request says Connection: close (wrk without keep-alive): "
+        "the server closes after the reply instead of waiting for the client's next request "
+        "or its FIN, and pays no keep-alive wait (HostCosts.keepalive_s).  False: HTTP/1.1's "
+        "default, the server keeps every connection until the client closes it (httperf)",
+    )
     processes_per_cpu: int = param(
         1, unit="processes", ge=1, doc="httperf processes sharing one client CPU.  httperf "
         "polls in a busy loop, so processes on one CPU take turns of one scheduler tick "
@@ -213,6 +219,8 @@ class Client:
         #: and the timers at which they give a step up
         self._users: int = params.concurrency
         self._keepalive: bool = params.keepalive
+        #: whether each request says Connection: close (the server keeps no connection)
+        self.asks_close: bool = params.asks_close
         self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out)
         self.live: set[Connection] = set()

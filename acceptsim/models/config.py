@@ -23,6 +23,8 @@ from acceptsim.sim.params import Params, param
 
 #: how the clients reach the server (``RunConfig.network``)
 NETWORKS = ("lan", "loopback")
+#: the load generators whose rules a run's clients can follow (RunConfig.client)
+CLIENTS = ("httperf", "wrk")
 
 #: the per-packet costs of the listen path, which run on the CPU that receives a
 #: client's segment: the server's on a LAN, the client's own on loopback
@@ -231,6 +233,16 @@ class RunConfig(Params):
         False, unit="", doc="with concurrency > 0: each user keeps its connection open and "
         "sends its next request when the reply arrives (wrk's default); a timeout ends it",
     )
+    client: str = param(
+        "httperf", unit="", choices=CLIENTS,
+        doc="whose rules the clients follow: httperf (a step unanswered within timeout_s is "
+        "given up: its connection closed, counted as a client timeout) or wrk (wrk 4.1's "
+        "closed loop, with concurrency > 0: a request is never given up, its reply counts "
+        "whenever it comes, and timeout_s is wrk's --timeout, the response time from which "
+        "wrk counts a timeout; the record's wrk_latency_ms is wrk's latency report, "
+        "models.wrk_report).  wrk polls with epoll, so httperf's select() loop costs "
+        "(client_loop_base_s, client_poll_per_socket_s) do not apply to it",
+    )
     client_processes_per_cpu: int = param(
         1, unit="processes", ge=1, le=MAX_CLIENT_PROCESSES,
         doc="httperf processes busy-polling on one client CPU, each checking its timeouts "
@@ -292,6 +304,13 @@ class RunConfig(Params):
             raise ConfigError("client_processes_per_cpu", self.client_processes_per_cpu,
                               "1 unless the kernel's client_timer_tick_s > 0 (the processes' "
                               "turns race the client kernel's ticking SYN timer)")
+        if self.client == "wrk" and not self.concurrency:
+            raise ConfigError("client", self.client, "httperf without concurrency (wrk runs "
+                              "a closed loop: give concurrency > 0)")
+        if self.client == "wrk" and self.client_processes_per_cpu > 1:
+            raise ConfigError("client_processes_per_cpu", self.client_processes_per_cpu,
+                              "1 with client = wrk (its threads poll with epoll; the turns "
+                              "are httperf's)")
         if self.keepalive and not self.concurrency:
             raise ConfigError("keepalive", self.keepalive, "false without concurrency (the "
                               "open loop's connections follow the workload)")

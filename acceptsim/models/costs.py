@@ -125,6 +125,24 @@ class HostCosts(Params):
         "reply into TCP (excluding per-byte cost)",
         fitted=_FIT1,
     )
+    keepalive_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="the server's work to keep a connection after a reply and take up its next "
+        "event (nginx's ngx_http_set_keepalive and keep-alive handler: the request's memory "
+        "freed, the keep-alive timer set, the next read), paid with every reply of a "
+        "connection the server keeps: every reply under HTTP/1.1's default (httperf's, which "
+        "then closes; wrk's with keep-alive), none when the request says Connection: close "
+        "(wrk without keep-alive: the server closes at once).  Charged by the userver's "
+        "event loop, which nginx's model runs.  0: not told apart from request_s (the "
+        "paper's servers, and every cost set fitted before it)",
+    )
+    connection_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="nginx's own work for a new connection beyond the system calls measured apart "
+        "(accept_s, epoll_ctl_s, close_s): its connection and memory pool, the HTTP "
+        "state it sets up and frees, paid with each accept.  0: not told apart from "
+        "request_s",
+    )
     send_per_byte_s: float = param(
         2.0e-9, unit="s/byte", ge=0.0,
         doc="per byte of reply copied and sent: the copy from the file's pages into the "

@@ -7,6 +7,7 @@ socket, the clients, the workload and the server with its accept policy.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -60,13 +61,22 @@ class Host:
                            for group in groups]
         workload_cls, _ = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)
+        # wrk never gives a request up (its timeout only names the slow ones in its report,
+        # models.wrk_report): a step's deadline past the run's end is none, and wrk's epoll
+        # loop does not pay httperf's select() scans
+        wrk = config.client == "wrk"
         client_params = ClientParams(
-            rate_per_s=config.rate_per_s, spacing=config.spacing, timeout_s=config.timeout_s,
+            rate_per_s=config.rate_per_s, spacing=config.spacing,
+            timeout_s=config.duration_s if wrk else config.timeout_s,
             rate_profile=config.rate_profile, concurrency=config.concurrency,
             keepalive=config.keepalive, processes_per_cpu=config.client_processes_per_cpu,
+            asks_close=wrk and not config.keepalive,
         )
+        client_costs = (dataclasses.replace(config.costs, client_loop_base_s=0.0,
+                                            client_poll_per_socket_s=0.0)
+                        if wrk else config.costs)
         self.client = Client(
-            env, client_params, config.kernel, self.workload, streams, config.costs
+            env, client_params, config.kernel, self.workload, streams, client_costs
         )
         if config.network == "loopback":  # the clients' timers tick on the host's kernel
             self.client.share_one_kernel()

@@ -131,6 +131,17 @@ class ResponseTimes:
         return {"mean": total / n * 1e3, "p50": p50 * 1e3, "p99": p99 * 1e3,
                 "p999": p999 * 1e3, "max": high * 1e3}  # fmt: skip
 
+    def values_and_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every response time recorded, as distinct values (seconds) and how often each
+        was seen: the list's times once each, and after a fold each non-empty bin's middle
+        with its count (within :data:`RELATIVE_PRECISION` of its members)."""
+        rest = np.asarray(self.client.response_times, dtype=float)
+        if self.counts is None:
+            return rest, np.ones(len(rest), dtype=np.int64)
+        full = np.flatnonzero(self.counts)
+        return (np.concatenate([_MIDDLES[full], rest]),
+                np.concatenate([self.counts[full], np.ones(len(rest), dtype=np.int64)]))
+
 
 def _percentile(cumulative: np.ndarray, n: int, q: float, low: float, high: float) -> float:
     """numpy's linear percentile ``q`` of ``n`` values binned with these cumulative counts,

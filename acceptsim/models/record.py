@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from acceptsim.models import policies
 from acceptsim.models.latency import FOLD_THRESHOLD, RELATIVE_PRECISION
 from acceptsim.models.servers.base import ServerCounters
+from acceptsim.models.wrk_report import wrk_latency_ms
 from acceptsim.sim.cpu import KERNEL
 from acceptsim.sim.results import differences, ratio
 
@@ -215,6 +216,17 @@ def _closed_loop(w: Window) -> bool:
     return w.host.config.concurrency > 0
 
 
+def _wrk(w: Window) -> bool:
+    return w.host.config.client == "wrk"
+
+
+def _wrk_report(w: Window) -> dict[str, Any]:
+    """wrk's latency report of the window's replies (models.wrk_report)."""
+    values, counts = w.host.latency.values_and_counts()
+    return wrk_latency_ms(values, counts, w.seconds, w.host.config.concurrency,
+                          w.host.config.timeout_s)
+
+
 def _reaction_ms(w: Window) -> float:
     client = w.host.client
     return 1e3 * ratio(client.reaction_delays, client.reactions) if client.reactions else 0.0
@@ -326,6 +338,15 @@ METRICS: tuple[Metric, ...] = (
     Metric("keepalive", "", "whether the closed loop's users keep their connections (with "
            "concurrency > 0)", "config", lambda w: w.host.config.keepalive,
            present=_closed_loop),
+    Metric("wrk_latency_ms", "ms", "the replies' response times as wrk 4.1 reports them "
+           "(with client = wrk): mean, p50, p75, p90, p99 and max after its "
+           "coordinated-omission correction, times at or past its --timeout (timeout_s) "
+           "left out (models.wrk_report)", "client",
+           lambda w: {k: v for k, v in _wrk_report(w).items()
+                      if k not in ("requests", "timeouts")}, present=_wrk),
+    Metric("wrk_timeouts_per_s", "replies/s", "replies whose response time reached wrk's "
+           "--timeout (timeout_s), which wrk counts as socket-error timeouts (with client = "
+           "wrk)", "client", lambda w: w.per_s(_wrk_report(w)["timeouts"]), present=_wrk),
     Metric("cpus", "CPUs", "processors of the host (with cpus or workers > 1)", "config",
            lambda w: w.host.config.cpus, present=_multicore),
     Metric("listen", "", "the listening-socket layout of the workers: shared or reuseport "
@@ -366,7 +387,7 @@ SHAPES: dict[str, str] = {
     "cpu_share": "table", "connections": "table", "httperf": "table", "nstat_per_s": "table",
     "queues": "table", "timeseries": "table", "link_utilization": "list",
     "cfs": "table", "per_worker": "list", "kernel_share_per_cpu": "list",
-    "replies_per_interval": "list",
+    "replies_per_interval": "list", "wrk_latency_ms": "table",
 }
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from acceptsim.measure import find_runs
+from acceptsim.measure import find_runs, read_run_info
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "measured"
 #: the HAProxy sets: replayed per set (tests/measure/test_haproxy_measure.py)
 HAPROXY_SETS = sorted(DATA.glob("haproxy-*/*/"))
 HAPROXY_RUN_DIRS = [d for s in HAPROXY_SETS for d in find_runs(s)]
-#: the nginx runs
-RUN_DIRS = [d for d in find_runs(DATA) if d not in set(HAPROXY_RUN_DIRS)]
+#: the wrk runs (load.tool = "wrk": wrk.txt in place of httperf.txt; tests/test_wrk_client.py)
+WRK_RUN_DIRS = [d for d in find_runs(DATA)
+                if read_run_info(d / "run.toml").load.tool == "wrk"]
+#: the nginx runs under httperf
+RUN_DIRS = [d for d in find_runs(DATA)
+            if d not in set(HAPROXY_RUN_DIRS) and d not in set(WRK_RUN_DIRS)]
 #: the nginx runs by recorded set (the folder that holds them, relative to DATA): the
 #: checks of every recorded run replay them one set a test (the ``run_set`` fixture)
 RUN_SETS: dict[str, list[Path]] = {}

@@ -63,7 +63,7 @@ def test_missing_tools_are_named_with_how_to_install_them(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "missing tools: httperf, nginx" in err
-    assert "apt-get install httperf nginx-light haproxy iproute2" in err
+    assert "apt-get install httperf wrk nginx-light haproxy iproute2" in err
     assert not out.exists()
 
 

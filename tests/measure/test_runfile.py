@@ -64,7 +64,7 @@ def recorded_files_validate_and_round_trip(run_dir: Path) -> None:
         ("server", "cpu_quota", 0.1, "server.cpu_period_us", "> 0 exactly when"),
         ("server", "cpu_period_us", 2000, "server.cpu_period_us", "> 0 exactly when"),
         ("server", "cpu_period_us", 2_000_000, "server.cpu_period_us", "<= 1e+06"),
-        ("load", "target_rate_per_s", -5, "load.target_rate_per_s", "> 0"),
+        ("load", "target_rate_per_s", -5, "load.target_rate_per_s", ">= 0"),
         ("load", "target_rate_per_s", "fast", "load.target_rate_per_s", "a number"),
         ("load", "spacing", "bursty", "load.spacing", "one of 'poisson'"),
         ("load", "port", 70000, "load.port", "<= 65535"),

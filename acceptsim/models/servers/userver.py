@@ -132,9 +132,12 @@ class Userver(Server):
         # yields this one tuple, where it would build a new one per yield)
         close_burst: object = (WORK, self.costs.close_s)
         # a request's burst, made again only when the reply's size changes
+        # (with the keep-alive wait that follows every reply, unless the requests ask the
+        # server to close)
+        request_s = self.costs.request_s + (0.0 if client.asks_close else self.costs.keepalive_s)
         bursts = request_bursts(
-            WORK, self.costs.request_s, self.costs.send_per_byte_s, self.params,
-            client.streams, self.worker,
+            WORK, request_s, self.costs.send_per_byte_s, self.params, client.streams,
+            self.worker,
         )  # fmt: skip
         # a reply of several segments is written through the send buffer (models.tcp)
         tx = client.tx
