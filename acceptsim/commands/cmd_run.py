@@ -58,6 +58,9 @@ def add_parser(subparsers: Any) -> None:
                    help="whose rules the clients follow: httperf, or wrk with --concurrency "
                    "(a request is never given up; --timeout is wrk's, and the record's "
                    f"wrk_latency_ms is wrk's latency report) (default {d('client')})")
+    p.add_argument("--wrk-threads", default=None, metavar="T",
+                   help="with --client wrk: wrk's --threads, each opening its share of the "
+                   f"connections one after another (default {d('wrk_threads')}, wrk's own)")
     p.add_argument("--duration", required=True, help="simulated seconds, warm-up included")
     p.add_argument("--warmup", default=None, help="seconds left out of measurement (default: "
                    f"{WARMUP_RULE})")
@@ -195,6 +198,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "concurrency": (args.concurrency, lambda t: parse_int("concurrency", t)),
         "keepalive": (True if args.keepalive else None, bool),
         "client": (args.client, str),
+        "wrk_threads": (args.wrk_threads, lambda t: parse_int("wrk-threads", t)),
         "cpus": (args.cpus, lambda t: parse_int("cpus", t)),
         "workers": (args.workers, lambda t: parse_int("workers", t)),
         "listen": (args.listen, str), "wakeup": (args.wakeup, str),

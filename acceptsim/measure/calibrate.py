@@ -182,7 +182,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     # connections (wrk's rules: models.config.RunConfig.client)
     load: dict[str, Any] = (
         {"client": "wrk", "concurrency": info.load.concurrency,
-         "keepalive": info.load.keepalive}
+         "keepalive": info.load.keepalive, "wrk_threads": info.load.threads}
         if info.load.tool == "wrk" else
         {"rate_per_s": info.load.target_rate_per_s, "spacing": info.load.spacing}
     )

@@ -675,7 +675,8 @@ def measure_costs(
       cost_field="close_s")
     m("loopback_handshake_s", samples["loopback_handshake_s"],
       "the client's blocking connect(): SYN, SYN-ACK, final ACK and the child socket "
-      "queued, all on the client's CPU on loopback (not the server's)", batch)
+      "queued, all on the client's CPU on loopback (not the server's)", batch,
+      cost_field="client_connect_s")
     m("syn_drop_s", samples["syn_drop_s"], "non-blocking connect() to a full accept queue "
       "minus a socket created and closed without connecting: the SYN's transmit and its "
       "drop, on the connecting CPU on loopback", min(n, 2000))

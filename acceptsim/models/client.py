@@ -112,6 +112,12 @@ class ClientParams(Params):
         "or its FIN, and pays no keep-alive wait (HostCosts.keepalive_s).  False: HTTP/1.1's "
         "default, the server keeps every connection until the client closes it (httperf)",
     )
+    connect_threads: int = param(
+        0, unit="threads", ge=0, doc="a closed loop opened as wrk opens it: this many threads "
+        "each open their share of the users' connections one after another, "
+        "costs.client_connect_s apart, and send their first requests when the thread's last "
+        "connect is done; 0: every user connects at once, a round trip apart",
+    )
     processes_per_cpu: int = param(
         1, unit="processes", ge=1, doc="httperf processes sharing one client CPU.  httperf "
         "polls in a busy loop, so processes on one CPU take turns of one scheduler tick "
@@ -221,6 +227,11 @@ class Client:
         self._keepalive: bool = params.keepalive
         #: whether each request says Connection: close (the server keeps no connection)
         self.asks_close: bool = params.asks_close
+        #: wrk's connect loop: its threads, each connect's client CPU, and when the last
+        #: thread's loop ends (no first request leaves before it)
+        self._connect_threads: int = params.connect_threads
+        self._connect_s: float = costs.client_connect_s if costs is not None else 0.0
+        self._first_request_at: float = 0.0
         self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out)
         self.live: set[Connection] = set()
@@ -317,6 +328,15 @@ class Client:
 
     # -- connection starts ------------------------------------------------------
     def start(self) -> None:
+        if self._users and self._connect_threads and self._connect_s > 0.0:
+            # wrk: thread t opens users t, t + T, ... one connect after another, and starts
+            # its event loop (the first requests) when its last connect is done
+            threads = self._connect_threads
+            for i in range(self._users):
+                self.clock.call_at(self.owd + self._connect_s * float(i // threads),
+                                   self._arrival)
+            self._first_request_at = self._connect_s * float(-(-self._users // threads))
+            return
         if self._users:  # a closed loop: every user connects at once, a round trip apart
             for i in range(self._users):
                 self.clock.call_at(self.owd + self.rtt * i / self._users, self._arrival)
@@ -498,7 +518,8 @@ class Client:
             conn.reply_bytes = self._reply_bytes()
         if self._keepalive:
             conn.requests_left = KEEPALIVE_REQUESTS
-        if not self._reacts:  # the request leaves right behind the ACK
+        if not self._reacts and connected >= self._first_request_at:
+            # the request leaves right behind the ACK
             conn.request_sent_at = connected
             conn.deadline = self.give_up_at(connected)
             if self._users:
@@ -508,8 +529,9 @@ class Client:
             self._lan.put(self._kernel_handshake_ack, conn)
             return
         # the client's kernel ACKs at once; httperf writes the request when its event
-        # loop sees the socket writable
-        sent = connected + self.reaction_delay()
+        # loop sees the socket writable (wrk: when its connect loop is done)
+        sent = (connected + self.reaction_delay() if self._reacts
+                else self._first_request_at)
         conn.request_sent_at = sent
         conn.deadline = self.give_up_at(sent)
         if self._users:

@@ -243,6 +243,12 @@ class RunConfig(Params):
         "models.wrk_report).  wrk polls with epoll, so httperf's select() loop costs "
         "(client_loop_base_s, client_poll_per_socket_s) do not apply to it",
     )
+    wrk_threads: int = param(
+        2, unit="threads", ge=1, le=MAX_IDLE_CONNECTIONS,
+        doc="wrk --threads (its default 2), with client = wrk: the concurrency's connections "
+        "are shared among them, and each opens its own one after another "
+        "(HostCosts.client_connect_s)",
+    )
     client_processes_per_cpu: int = param(
         1, unit="processes", ge=1, le=MAX_CLIENT_PROCESSES,
         doc="httperf processes busy-polling on one client CPU, each checking its timeouts "
@@ -307,6 +313,9 @@ class RunConfig(Params):
         if self.client == "wrk" and not self.concurrency:
             raise ConfigError("client", self.client, "httperf without concurrency (wrk runs "
                               "a closed loop: give concurrency > 0)")
+        if self.client == "wrk" and self.wrk_threads > self.concurrency:
+            raise ConfigError("wrk_threads", self.wrk_threads, f"at most concurrency "
+                              f"({self.concurrency}): wrk needs a connection per thread")
         if self.client == "wrk" and self.client_processes_per_cpu > 1:
             raise ConfigError("client_processes_per_cpu", self.client_processes_per_cpu,
                               "1 with client = wrk (its threads poll with epoll; the turns "

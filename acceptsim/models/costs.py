@@ -333,6 +333,15 @@ class HostCosts(Params):
         8, unit="machines", ge=1, doc="client machines, one httperf process each (the paper: 8); "
         "a client's open sockets are the run's open client connections over this number",
     )
+    client_connect_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="the client's CPU for one connect() (on loopback the whole handshake, SYN, "
+        "SYN-ACK, final ACK and the child socket queued, runs in that call: acceptsim "
+        "measure-costs' loopback_handshake_s).  wrk opens each thread's connections one "
+        "after another before its event loop starts, so a wrk closed loop's first "
+        "connections start this far apart and their first requests leave when the thread's "
+        "last connect is done (RunConfig.client = wrk).  0: they start a round trip apart",
+    )
     client_loop_base_s: float = param(
         0.0, unit="s", ge=0.0, doc="httperf event loop: fixed part of one iteration (timer "
         "tick, select() entry); 0 with client_poll_per_socket_s 0 turns the loop delay off",

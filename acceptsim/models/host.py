@@ -71,6 +71,7 @@ class Host:
             rate_profile=config.rate_profile, concurrency=config.concurrency,
             keepalive=config.keepalive, processes_per_cpu=config.client_processes_per_cpu,
             asks_close=wrk and not config.keepalive,
+            connect_threads=config.wrk_threads if wrk else 0,
         )
         client_costs = (dataclasses.replace(config.costs, client_loop_base_s=0.0,
                                             client_poll_per_socket_s=0.0)

@@ -1,0 +1,96 @@
+"""nginx under wrk, measured and predicted (tests/data/measured/nginx-wrk; its README
+section gives the tables).
+
+nginx 1.22, one worker and two (each in a cgroup of 0.25 CPU per 4 ms, both on one CPU),
+wrk 4.1 with one thread on the other CPU, 1 to 256 connections, keep-alive off (every
+request says Connection: close) and on, 2 repeats of 10 s.  The costs: the host's, measured
+(``acceptsim measure-costs``, with the client's connect as ``client_connect_s``), with
+nginx's per-request work, its keep-alive wait and its per-connection work fitted to
+httperf runs at the same quota and the one-worker wrk runs of 64 connections alone: every
+other wrk run is a prediction.
+
+What holds: keep-alive's gain (the reply rate with keep-alive over the rate without) within
+15% of the measured wherever wrk holds at least 4 connections on one worker, and at 64 and
+256 connections on two; no accept-queue overflow with keep-alive (wrk opens its connections
+one connect after another) and overflows without it at 256 connections.  What does not yet,
+strict xfails naming the mechanism each lacks: the issue's throughput MAPE of 10% over
+every run, its p50 within 20% and its p99 within a factor of 1.5.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from acceptsim.config_io import load_params_file
+from acceptsim.measure import find_runs, load_run
+from acceptsim.measure.calibrate import validate
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).resolve().parent / "data" / "measured" / "nginx-wrk"
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    runs = [load_run(d) for d in find_runs(DATA) if d.parent.name != "httperf"]
+    costs = load_params_file(DATA / "wrk.params.toml")[0]
+    return validate(runs, costs, jobs=2)
+
+
+def rows(report: dict, workers: int | None = None, least: int = 1) -> list[dict]:
+    return [r for r in report["runs"] if r["client"] == "wrk" and r["concurrency"] >= least
+            and (workers is None or r["worker_processes"] == workers)]
+
+
+def test_every_wrk_run_is_compared_and_none_measured_the_client(report: dict) -> None:
+    assert len(rows(report)) == 40 and report["excluded"] == []
+    assert report["closed_loop"]["runs"] == 40
+
+
+def test_keepalives_gain_follows_from_the_keepalive_and_connection_costs(report: dict) -> None:
+    gains = {(g["worker_processes"], g["concurrency"]): g
+             for g in report["closed_loop"]["keepalive_gain"]}
+    checked = [(1, c) for c in (4, 16, 64, 256)] + [(2, 64), (2, 256)]
+    for key in checked:
+        g = gains[key]
+        assert g["measured"] > 1.5 and g["predicted"] > 1.5, (key, g)
+        assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), (key, g)
+
+
+def test_wrks_connect_loop_keeps_the_accept_queue_from_overflowing(report: dict) -> None:
+    for r in rows(report):
+        measured = r["measured"]["listen_overflows_per_s"]
+        predicted = r["predicted"]["listen_overflows_per_s"]
+        if r["keepalive"]:  # every connection made once, one connect after another
+            assert measured == 0 and predicted == 0, r["run"]
+        elif r["concurrency"] == 256:  # 256 connections on a backlog of 128
+            assert measured > 100 and predicted > 30, r["run"]
+
+
+def test_one_worker_throughput_from_4_connections_up(report: dict) -> None:
+    errors = [abs(r["reply_rate_error_pct"]) for r in rows(report, workers=1, least=4)]
+    assert len(errors) == 16 and np.mean(errors) <= 10.0
+
+
+@pytest.mark.xfail(strict=True, reason="one connection measures nginx's sleep and wake-up "
+                   "per request (0.95-1 sleeps per reply, 120-395 us of CPU per reply, the "
+                   "repeats 1.4-3.4x apart); and two workers on one CPU with 4 or 16 kept "
+                   "connections: the model gives every connection to the worker woken "
+                   "first (it accepts the next before the second worker runs), where the "
+                   "kernel's wake-up preemption shares them (0.44-0.56 measured)")
+def test_throughput_mape_within_10_percent_over_every_run(report: dict) -> None:
+    assert report["closed_loop"]["mape_reply_rate"] <= 10.0
+
+
+@pytest.mark.xfail(strict=True, reason="the median and the tail under a CFS quota: the model "
+                   "stalls a whole period where nginx's measured p99 at 4-16 connections is "
+                   "shorter, and at 256 connections a few kept connections wait in the "
+                   "accept queue behind nginx's one accept per loop (multi_accept off)")
+def test_latency_p50_within_20_percent_and_p99_within_1_5x(report: dict) -> None:
+    for r in rows(report, least=4):
+        m, p = r["measured"], r["predicted"]
+        assert p["wrk_latency_ms.p50"] == pytest.approx(m["wrk_latency_ms.p50"], rel=0.2)
+        assert 1 / 1.5 <= p["wrk_latency_ms.p99"] / m["wrk_latency_ms.p99"] <= 1.5
