@@ -230,3 +230,20 @@ def test_every_recorded_wrk_run_loads_and_its_record_adds_up() -> None:
         assert (rec["wrk_latency_ms.p50"] <= rec["wrk_latency_ms.p99"]
                 <= rec["wrk_latency_ms.max"])
         assert not rec["client_limited"] and not rec["host_limit_reasons"], run.path.name
+
+
+def test_validate_prints_a_wrk_runs_latencies_and_keepalives_gain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import shutil
+
+    from acceptsim.cli import main
+
+    data = Path(__file__).resolve().parent / "data" / "measured" / "nginx-wrk"
+    for ka in ("off", "on"):
+        name = f"nginx-multi_accept-off-wrk-c-00064-keepalive-{ka}-rep-1"
+        shutil.copytree(data / "workers-1" / name, tmp_path / name)
+    assert main(["validate", str(tmp_path), "--params", str(data / "wrk.params.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "wrk runs: latency (ms) measured / predicted" in out
+    assert "keep-alive's gain, 1 worker(s), 64 connections: measured 1.8" in out

@@ -125,6 +125,29 @@ def main_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_closed_loop(report: dict[str, Any]) -> None:
+    """The wrk runs: each one's latency report measured and predicted, and keep-alive's
+    gain (nothing when the runs are httperf's)."""
+    closed = report.get("closed_loop")
+    if not closed:
+        return
+    print("\nwrk runs: latency (ms) measured / predicted, wrk's report")
+    print(f"{'run':48s} {'p50':>15s} {'p99':>17s} {'timeouts/s':>13s}")
+    for row in report["runs"]:
+        if row.get("client") != "wrk":
+            continue
+        m, p = row["measured"], row["predicted"]
+        p50, p99 = p["wrk_latency_ms.p50"] or 0.0, p["wrk_latency_ms.p99"] or 0.0
+        print(f"{row['run']:48s} {m['wrk_latency_ms.p50']:7.2f} / {p50:<6.2f}"
+              f"{m['wrk_latency_ms.p99']:8.2f} / {p99:<7.2f}"
+              f"{m['wrk_timeouts_per_s']:6.1f} / {p['wrk_timeouts_per_s']:.1f}")
+    print(f"throughput's mean absolute % error: {closed['mape_reply_rate']:.1f}% over "
+          f"{closed['runs']} wrk runs")
+    for g in closed["keepalive_gain"]:
+        print(f"keep-alive's gain, {g['worker_processes']} worker(s), {g['concurrency']} "
+              f"connections: measured {g['measured']:.2f}, predicted {g['predicted']:.2f}")
+
+
 def main_validate(args: argparse.Namespace) -> int:
     if args.plot:
         check_plot_file("--plot", args.plot)  # a file, not a directory: before the runs
@@ -176,6 +199,7 @@ def main_validate(args: argparse.Namespace) -> int:
         print("largest gap between a measured and a predicted worker's share: "
               f"{report['worker_share_error_pp_max']:.1f} percentage points")
     print_limits(report)
+    print_closed_loop(report)
     d = report["direction"]
     if d["rates"]:
         print(f"\nreply rate off minus on, per rate (noise: {d['noise_sigmas']:g} standard "
