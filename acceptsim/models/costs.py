@@ -138,10 +138,12 @@ class HostCosts(Params):
     )
     connection_s: float = param(
         0.0, unit="s", ge=0.0,
-        doc="nginx's own work for a new connection beyond the system calls measured apart "
-        "(accept_s, epoll_ctl_s, close_s): its connection and memory pool, the HTTP "
-        "state it sets up and frees, paid with each accept.  0: not told apart from "
-        "request_s",
+        doc="nginx's own work for a connection beyond the system calls measured apart "
+        "(accept_s, epoll_ctl_s, close_s): its connection and memory pool, the HTTP state "
+        "it sets up and releases, paid with its close.  With its close, not its accept: "
+        "reply rates alone cannot tell them apart, and nginx's measured worker shares, "
+        "overflows and tail latency under wrk follow with the close and not with the accept "
+        "(tests/data/measured/README.md, nginx-wrk).  0: not told apart from request_s",
     )
     send_per_byte_s: float = param(
         2.0e-9, unit="s/byte", ge=0.0,

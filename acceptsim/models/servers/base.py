@@ -407,6 +407,11 @@ class Server:
         registers it with ``epoll_ctl``).  A constant of the server: asked once."""
         return 0.0
 
+    def closing(self) -> float:
+        """Extra CPU per connection closed beyond ``close_s`` (none by default; nginx's own
+        release of it, ``connection_s``).  A constant of the server: asked once."""
+        return 0.0
+
     def accept_call_costs(self) -> tuple[float, float]:
         """The CPU of one ``accept()`` that returns a connection (with :meth:`opened`),
         and of one that finds the queue empty; asked once, by :meth:`start`."""

@@ -130,7 +130,7 @@ class Userver(Server):
         bounded_work = policy.bounds_work
         # the close's burst never changes: made once (typed object: the compiled build then
         # yields this one tuple, where it would build a new one per yield)
-        close_burst: object = (WORK, self.costs.close_s)
+        close_burst: object = (WORK, self.costs.close_s + self.closing())
         # a request's burst, made again only when the reply's size changes
         # (with the keep-alive wait that follows every reply, unless the requests ask the
         # server to close)
