@@ -71,8 +71,9 @@ from acceptsim.measure.timeseries_csv import (
     rows_from_samples,
     write_timeseries,
 )
-from acceptsim.measure.wrk import WRK_DEFAULT_THREADS, wrk_command
+from acceptsim.measure.wrk import wrk_command
 from acceptsim.models.servers import haproxy as haproxy_model
+from acceptsim.models.wrk_report import WRK_DEFAULT_THREADS
 from acceptsim.sim.errors import ConfigError
 
 ADDRESS = "127.0.0.1"  # the only address the harness ever binds or loads

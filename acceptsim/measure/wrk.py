@@ -48,10 +48,6 @@ _NUM = r"(\d+(?:\.\d+)?)"
 _TIME = _NUM + r"(us|ms|s|m|h)"
 _PCT = _NUM + "%"
 
-#: wrk's default --timeout (SOCKET_TIMEOUT_MS in its wrk.h), seconds
-WRK_DEFAULT_TIMEOUT_S = 2.0
-#: wrk's default --threads
-WRK_DEFAULT_THREADS = 2
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from acceptsim.models.servers.base import WAKE_ALL, WAKE_BLOCKING, WAKE_EXCLUSIV
 from acceptsim.models.servers.registry import SERVERS
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
+from acceptsim.models.wrk_report import WRK_DEFAULT_THREADS
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import Params, param
 
@@ -244,7 +245,7 @@ class RunConfig(Params):
         "(client_loop_base_s, client_poll_per_socket_s) do not apply to it",
     )
     wrk_threads: int = param(
-        2, unit="threads", ge=1, le=MAX_IDLE_CONNECTIONS,
+        WRK_DEFAULT_THREADS, unit="threads", ge=1, le=MAX_IDLE_CONNECTIONS,
         doc="wrk --threads (its default 2), with client = wrk: the concurrency's connections "
         "are shared among them, and each opens its own one after another "
         "(HostCosts.client_connect_s)",

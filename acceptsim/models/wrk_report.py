@@ -35,6 +35,8 @@ import numpy as np
 
 #: the latency percentiles wrk --latency prints
 WRK_PERCENTILES = (50.0, 75.0, 90.0, 99.0)
+#: wrk's default --threads (its parse_args): the model's and acceptsim measure's default
+WRK_DEFAULT_THREADS = 2
 #: a microsecond: wrk's unit of time
 _US = 1e-6
 
