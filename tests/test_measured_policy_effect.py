@@ -41,6 +41,13 @@ MISSED: dict[str, str] = {
     "epoll_wait, no wake-up cost or latency) the model predicts a multi_accept=off penalty "
     "several times the measured one: the penalty's size follows those machine costs; "
     "numbers: tests/data/measured/README.md, \"The recalibration from measured costs\"",
+    "nginx-loopback-timeseries/quota-0.2-period-100000us": "at 4,000/s, just past "
+    "saturation, the measured multi_accept=off runs serve 151 +/- 75 replies/s more than "
+    "the on runs (two standard errors: the criterion's edge) and the model gives off 16 "
+    "+/- 1 fewer (eight seeds), since the clients got their two clocks and their turns' "
+    "bursts (before: 59 more); the other rates, the pooled difference and both MAPEs "
+    "(3.2% on, 4.3% off) hold; numbers: tests/data/measured/README.md, "
+    "\"The client's two clocks\"",
 }
 
 #: the most the multi_accept=off runs' reply-rate MAPE may be (%)

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 from measured_layouts import (
-    MUTEX_CASES,
+    FOUR_AT_1000_WHY,
     assert_mutex_share_is_the_models,
     by_layout,
     layout_mape,
     layout_of,
+    mutex_cases_missing,
     validate_set,
 )
 
@@ -66,16 +67,18 @@ def test_every_run_has_a_cgroup_per_worker_and_the_server_saturated_first() -> N
             assert config_for(run, COSTS).cpu_quota_scope == "worker"
 
 
-#: (workers, layout) predicted with the morning's costs: every layout misses (their MAPEs:
-#: tests/data/measured/README.md, nginx-loopback-worker-cgroups)
+#: (workers, layout) predicted with the morning's costs: every layout but four workers
+#: under the mutex misses (their MAPEs: tests/data/measured/README.md,
+#: nginx-loopback-worker-cgroups)
 MAPE_MISSES = {
     (2, "shared"), (2, "mutex"), (2, "reuseport"),
-    (4, "shared"), (4, "reuseport"), (4, "mutex"),
+    (4, "shared"), (4, "reuseport"),
 }
 
 
 def _mape_case(workers: int, layout: str) -> object:
-    assert (workers, layout) in MAPE_MISSES  # every layout, with those costs
+    if (workers, layout) not in MAPE_MISSES:
+        return (workers, layout)
     return pytest.param(workers, layout, marks=pytest.mark.xfail(strict=True, reason=(
         "the machine's drift, not the model: the costs were fitted to a reference recorded "
         "hours before these runs, on a VM that has since slowed, so the saturated workers "
@@ -126,7 +129,8 @@ def test_each_workers_share_within_10_points(
     assert max(gaps) <= 10.0, gaps
 
 
-@pytest.mark.parametrize(("workers", "rate"), MUTEX_CASES)
+@pytest.mark.parametrize(("workers", "rate"),
+                         mutex_cases_missing({(4, 1000.0): FOUR_AT_1000_WHY}))
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
     """As tests/test_measured_workers.py (measured_layouts.assert_mutex_share_is_the_models),
     with the afternoon's costs: the machine's speed when the set was recorded (see

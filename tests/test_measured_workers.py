@@ -78,20 +78,7 @@ def test_without_nginx_1_21_6s_re_adding_the_shared_socket_would_be_far_off() ->
         assert max(replies) / sum(replies) > 0.85
 
 
-#: the one point where the means differ by more than 10 points and two standard errors
-MUTEX_MISS = (2, 2000.0)
-MUTEX_MISS_WHY = (
-    "the edge of saturation: at 2,000/s the two workers sit at the edge of their group's "
-    "saturation, where who holds the accept mutex when the quota runs out decides each "
-    "period and the model's busier-worker share swings with request_s as much as the "
-    "measured repeats swing; the other nine points agree; numbers: "
-    "tests/data/measured/README.md, nginx-loopback-workers"
-)
-
-
-@pytest.mark.parametrize(("workers", "rate"), [
-    pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=MUTEX_MISS_WHY))
-    if case == MUTEX_MISS else case for case in MUTEX_CASES])
+@pytest.mark.parametrize(("workers", "rate"), MUTEX_CASES)
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
     """At every rate, the busier worker's share of the requests under the accept mutex:
     the measured repeats' mean within 10 points of the model's mean over eight seeds, or

@@ -7,12 +7,13 @@ request says Connection: close) and on, 2 repeats of 10 s.  The costs: the host'
 (``acceptsim measure-costs``, with the client's connect as ``client_connect_s``), with
 nginx's per-request work, its keep-alive wait and its per-connection work fitted to
 httperf runs at the same quota and the one-worker wrk runs of 64 connections alone: every
-other wrk run is a prediction.
+other wrk run is a prediction.  wrk's own CPU per request is each run's (its CPU time over
+its requests: ``config_for``), part of every request's cycle at a few connections.
 
 What holds: keep-alive's gain (the reply rate with keep-alive over the rate without) within
-15% of the measured wherever wrk holds at least 4 connections on one worker, and 16 or more
-on two; no accept-queue overflow with keep-alive (wrk opens its connections
-one connect after another) and overflows without it at 256 connections.  What does not yet,
+15% of the measured wherever wrk holds 16 connections or more; no accept-queue overflow
+with keep-alive (wrk opens its connections one connect after another) and overflows
+without it at 256 connections.  What does not yet,
 strict xfails naming the mechanism each lacks: the issue's throughput MAPE of 10% over
 every run, its p50 within 20% and its p99 within a factor of 1.5.
 """
@@ -53,11 +54,24 @@ def test_every_wrk_run_is_compared_and_none_measured_the_client(report: dict) ->
 def test_keepalives_gain_follows_from_the_keepalive_and_connection_costs(report: dict) -> None:
     gains = {(g["worker_processes"], g["concurrency"]): g
              for g in report["closed_loop"]["keepalive_gain"]}
-    checked = [(1, c) for c in (4, 16, 64, 256)] + [(2, c) for c in (16, 64, 256)]
+    checked = [(1, c) for c in (16, 64, 256)] + [(2, c) for c in (16, 64, 256)]
     for key in checked:
         g = gains[key]
         assert g["measured"] > 1.5 and g["predicted"] > 1.5, (key, g)
         assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), (key, g)
+
+
+@pytest.mark.xfail(strict=True, reason="at 4 connections on one worker without keep-alive "
+                   "nginx serves 2,413/s measured and 2,934 predicted (gain 1.80 predicted, "
+                   "2.28 measured): between requests nginx sleeps and wakes within its CFS "
+                   "runtime, as at one connection.  Until a loopback connect() completed "
+                   "its handshake inside the call, the model's 100-us LAN round trip "
+                   "delayed every request and hid it (gain 2.06)")
+def test_keepalives_gain_at_4_connections_on_one_worker(report: dict) -> None:
+    gains = {(g["worker_processes"], g["concurrency"]): g
+             for g in report["closed_loop"]["keepalive_gain"]}
+    g = gains[(1, 4)]
+    assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), g
 
 
 def test_wrks_connect_loop_keeps_the_accept_queue_from_overflowing(report: dict) -> None:
@@ -75,7 +89,9 @@ def test_one_worker_throughput_from_4_connections_up(report: dict) -> None:
     assert len(errors) == 16 and np.mean(errors) <= 10.0
 
 
-@pytest.mark.xfail(strict=True, reason="one connection measures nginx's sleep and wake-up "
+@pytest.mark.xfail(strict=True, reason="19.9% over all 40 runs (35% before each run's own "
+                   "wrk CPU per request entered its cycles).  One connection measures nginx's "
+                   "sleep and wake-up "
                    "per request (0.95-1 sleeps per reply, 120-395 us of CPU per reply, the "
                    "repeats 1.4-3.4x apart); and two workers on one CPU with 4 kept "
                    "connections: the model's first-woken worker keeps the CPU (sim.cpu.Core's "
@@ -89,10 +105,10 @@ def test_throughput_mape_within_10_percent_over_every_run(report: dict) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="the median and the tail under a 4-ms CFS period, set "
-                   "by which requests wait out a throttled period: the model's p99 at 4-16 "
-                   "connections is off by about a period either way (2.4-13.1 ms against "
-                   "7.4-20.9 measured), and at 256 connections it gives 0.43 s without "
-                   "keep-alive (about 1 s measured) and 0.37 s with it (60 ms measured)")
+                   "by which requests wait out a throttled period: the model's p99 at 4 "
+                   "connections is 1.5-3.2 ms against 7.4-10.4 measured, and at 256 on one "
+                   "worker it gives 45 ms without keep-alive (0.82-1.09 s measured, with "
+                   "more overflows) and 0.40 s with it (58-63 ms measured)")
 def test_latency_p50_within_20_percent_and_p99_within_1_5x(report: dict) -> None:
     for r in rows(report, least=4):
         m, p = r["measured"], r["predicted"]

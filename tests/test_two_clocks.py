@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptsim.config_io import load_params_file
+from acceptsim.measure import find_runs, load_run
+from acceptsim.measure.calibrate import config_for
 from acceptsim.models.client import ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.models.connection import Connection
@@ -24,8 +29,14 @@ from acceptsim.models.kernel import LINUX_MODERN
 from acceptsim.models.runner import run_point
 from acceptsim.sim.errors import ConfigError
 
-#: the measuring host's client clocks: HZ=250 and the 4.8+ wheel
-WHEEL = dataclasses.replace(LINUX_MODERN, client_timer_tick_s=0.004, client_timer_wheel_shift=3)
+#: the measuring host's client clocks, the modern profile's: HZ=250 and the 4.8+ wheel
+WHEEL = LINUX_MODERN
+#: measured runs of one worker past saturation (tests/data/measured)
+SCOPES = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback-cgroup-scopes"
+
+
+def test_the_modern_profile_ticks_at_hz_250_on_the_48_wheel() -> None:
+    assert (LINUX_MODERN.client_timer_tick_s, LINUX_MODERN.client_timer_wheel_shift) == (0.004, 3)
 
 
 def client(processes: int = 1) -> Host:
@@ -82,9 +93,48 @@ def test_a_process_starts_its_due_connections_in_its_own_turn() -> None:
 
 
 def test_turns_need_a_ticking_client_clock() -> None:
+    exact = dataclasses.replace(LINUX_MODERN, client_timer_tick_s=0.0)
     with pytest.raises(ConfigError, match="client_processes_per_cpu"):
-        RunConfig(server="nginx", kernel="linux-modern", client_processes_per_cpu=8)
-    assert ClientParams().processes_per_cpu == 1 and LINUX_MODERN.client_timer_tick_s == 0.0
+        RunConfig(server="nginx", kernel=exact, client_processes_per_cpu=8)
+    assert ClientParams().processes_per_cpu == 1
+
+
+def _overloaded(network: str, processes: int = 1, timeout_s: float = 0.5) -> dict:
+    return run_point(RunConfig(
+        server="nginx", kernel=WHEEL, rate_per_s=5000.0, timeout_s=timeout_s, duration_s=2.0,
+        warmup_s=0.5, network=network, cpu_quota=0.1, cpu_period_s=0.01,
+        server_params={"backlog": 128}, client_processes_per_cpu=processes, seed=3),
+        checked=False)
+
+
+def test_on_loopback_a_connect_that_finds_room_completes_its_handshake() -> None:
+    """Over loopback connect() runs the whole handshake: a first SYN that passes the
+    accept queue's check has its child queued before anything else arrives, so no final
+    ACK overflows (nor does the listener answer with cookies) while every SYN is a first
+    one (the client gives up before its SYN timer fires).  Over a LAN the ACKs come a
+    round trip later, after other SYNs took the room, and many overflow."""
+    loopback, lan = _overloaded("loopback"), _overloaded("lan")
+    assert loopback["drops_per_s"]["accept_q_full"] > 1000  # saturated: SYNs dropped
+    assert loopback["drops_per_s"]["listen_overflow"] == 0.0
+    assert loopback["nstat_per_s"]["TcpExtSyncookiesSent"] == 0.0
+    assert lan["drops_per_s"]["listen_overflow"] > 20.0
+
+
+@pytest.mark.parametrize("rate", [pytest.param(3500.0, marks=pytest.mark.slow), 5000.0,
+                                  pytest.param(6000.0, marks=pytest.mark.slow)])
+def test_each_process_starts_its_own_share_in_bursts_as_httperf_measured(rate: float) -> None:
+    """httperf prints the most connections one of its processes started in one turn
+    ("Maximum connect burst length"); the model's processes each make a Poisson share of
+    the rate and start what fell due in their turn's burst.  The simulated largest burst
+    lies within 25% of the measured runs' mean (16-46 at 2,000-6,000/s).  Dealing every
+    arrival to the next process to start, as the model did before, gave bursts of 140-156
+    at 5,000/s."""
+    runs = [load_run(d) for d in find_runs(SCOPES / "workers-1")
+            if load_run(d).info.load.target_rate_per_s == rate]
+    measured = np.mean([r.record()["max_connect_burst"] for r in runs])
+    costs = load_params_file(SCOPES.parent / "nginx-loopback-cgroup-scopes.params.toml")[0]
+    simulated = run_point(config_for(runs[0], costs), checked=False)["httperf"]["max_connect_burst"]
+    assert simulated == pytest.approx(measured, rel=0.25), (measured, simulated)
 
 
 def test_retransmitted_syns_that_win_the_race_leave_handshakes_unused() -> None:
@@ -101,3 +151,41 @@ def test_retransmitted_syns_that_win_the_race_leave_handshakes_unused() -> None:
         return rec["accept_rate_per_s"] - rec["reply_rate_per_s"]
     assert unused(1) < 20.0
     assert unused(8) > 100.0
+
+
+#: the time-series sets and the costs each is predicted with (tests/data/measured/README.md)
+TIMESERIES_SETS = {
+    "timeseries-demo": "nginx-loopback-workers.params.toml",
+    "nginx-loopback-timeseries/quota-0.2-period-100000us": "nginx-loopback-timeseries.params.toml",
+    "nginx-loopback-timeseries/quota-0.25-period-4000us": "nginx-loopback-timeseries.params.toml",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", sorted(TIMESERIES_SETS))
+def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder: str) -> None:
+    """The issue's criterion: wherever the measured SYN and SYN-ACK retransmissions
+    (``syn_retrans_per_s``, mean over a run's intervals and over its repeats) exceed 50/s,
+    the model's (the listen socket's counts over the run) lie within a factor of 2.
+    Without the clocks the model made none at the demo's 2,500/s (45/s measured)."""
+    measured_root = SCOPES.parent
+    costs = load_params_file(measured_root / TIMESERIES_SETS[folder])[0]
+    points: dict[tuple[bool, float], list] = {}
+    for d in find_runs(measured_root / folder):
+        run = load_run(d)
+        key = (run.info.server.multi_accept, run.info.load.target_rate_per_s)
+        points.setdefault(key, []).append(run)
+    checked = 0
+    for key, runs in sorted(points.items()):
+        measured = np.mean([np.nanmean(r.timeseries()["syn_retrans_per_s"].to_numpy(float))
+                            for r in runs])
+        if measured <= 50.0:
+            continue
+        host = Host(config_for(runs[0], costs))
+        host.run()
+        listen = host.listen
+        simulated = (listen.syn_retransmits + listen.synack_retransmits) / (
+            runs[0].info.load.duration_s)
+        assert 0.5 <= simulated / measured <= 2.0, (key, measured, simulated)
+        checked += 1
+    assert checked >= 1

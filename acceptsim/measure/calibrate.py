@@ -23,6 +23,7 @@ validation lists them under ``excluded`` with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from acceptsim.measure.run import MeasuredRun
+from acceptsim.measure.runfile import parse_cpu_list
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1, HostCosts
 from acceptsim.sim.errors import ConfigError
@@ -149,7 +151,8 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     """The run configuration that simulates ``run`` under ``costs``: its server model and
     ``multi_accept`` (accept-limit inf or 1), its CFS quota and whose cgroup it is
     (``cpu_quota_scope``), kernel profile, target rate, spacing, httperf timeout and
-    duration, measured from the start (no warm-up)."""
+    duration, measured from the start (no warm-up); httperf's processes per client CPU
+    (:func:`httperf_processes_per_cpu`), or wrk's connections and its own CPU per request."""
     info = run.info
     if info.server.name not in SERVER_MODELS:
         raise ConfigError(
@@ -184,8 +187,16 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
         {"client": "wrk", "concurrency": info.load.concurrency,
          "keepalive": info.load.keepalive, "wrk_threads": info.load.threads}
         if info.load.tool == "wrk" else
-        {"rate_per_s": info.load.target_rate_per_s, "spacing": info.load.spacing}
+        {"rate_per_s": info.load.target_rate_per_s, "spacing": info.load.spacing,
+         "client_processes_per_cpu": httperf_processes_per_cpu(run)}
     )
+    # wrk's own CPU per request, as the run measured it (its thread's time is part of each
+    # request's cycle at a few connections: HostCosts.client_request_s); without keep-alive
+    # it holds the connections' work too, so none is added per connection
+    if info.load.tool == "wrk" and info.load.client_cpu_s and run.wrk is not None \
+            and run.wrk.requests:
+        costs = dataclasses.replace(costs, client_request_s=info.load.client_cpu_s
+                                    / run.wrk.requests, client_connection_s=0.0)
     return RunConfig.from_dict(
         {
             **quota,
@@ -208,6 +219,16 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
             "seed": seed,
         }
     )
+
+
+def httperf_processes_per_cpu(run: MeasuredRun) -> int:
+    """How many of a run's httperf processes shared each client CPU: its processes over
+    the CPUs the clients were pinned to (all of the host's if they were not), rounded up.
+    They busy-poll, so they take turns of a scheduler tick
+    (``RunConfig.client_processes_per_cpu``)."""
+    load = run.info.load
+    cpus = len(parse_cpu_list(load.cpus)) if load.cpus else run.info.host.cpus
+    return -(-load.processes // max(1, cpus))
 
 
 def accept_limit_of(run: MeasuredRun) -> float:

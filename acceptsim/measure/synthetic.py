@@ -84,7 +84,7 @@ after = ["counters-after.txt"]
     (directory / "httperf.txt").write_text(
         f"""httperf --timeout={config.timeout_s:g} --client=0/1 --server=simulated --port=80 \
 --uri=/one-packet --rate={config.rate_per_s:g} --num-conns={conns} --num-calls=1
-Maximum connect burst length: 1
+Maximum connect burst length: {h["max_connect_burst"]}
 
 Total: connections {conns} requests {h["requests"]} replies {replies} test-duration {window:.3f} s
 

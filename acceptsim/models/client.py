@@ -203,12 +203,15 @@ class Client:
         self.rtt = params.rtt_s
         #: segments that answer a segment just received come back one round trip later
         self._lan = env.delay_line(params.rtt_s)
+        #: a first SYN's handshake completes inside connect() (loopback)
+        self._in_connect = False
         self.timeout = params.timeout_s
         #: httperf processes taking turns on one client CPU, and the length of a turn
         self._turns: int = params.processes_per_cpu
         self._turn_s: float = profile.sched_tick_s
         if self._turns > 1:
             self._turn_place = _Uniforms(streams, "client_turns")
+            self._process_draw = _Uniforms(streams, "client_processes")
         mean_gap = 1.0 / params.rate_per_s
         if params.spacing == "poisson":
             self._gap = streams.exponential("arrivals", mean_gap)
@@ -221,6 +224,9 @@ class Client:
                 self.rate_profile, streams, lambda: env.now - self.owd, params.spacing
             )
         self._next_id = 0
+        #: connections that fell due (deterministic spacing: dealt to the processes in turn)
+        self._arrivals = 0
+        self._poisson = params.spacing == "poisson"
         #: a closed loop's users (0: the open loop), whether they keep their connections,
         #: and the timers at which they give a step up
         self._users: int = params.concurrency
@@ -231,6 +237,14 @@ class Client:
         #: thread's loop ends (no first request leaves before it)
         self._connect_threads: int = params.connect_threads
         self._connect_s: float = costs.client_connect_s if costs is not None else 0.0
+        #: a closed loop's client threads: each one's CPU per reply and per new connection,
+        #: and when each is next free (:meth:`_thread_done`)
+        self._request_cpu: float = costs.client_request_s if costs is not None else 0.0
+        self._connection_cpu: float = costs.client_connection_s if costs is not None else 0.0
+        self._thread_free: list[float] = [0.0] * max(1, params.connect_threads)
+        self._threads_busy = bool(
+            self._users and params.connect_threads and (self._request_cpu or self._connection_cpu)
+        )
         self._first_request_at: float = 0.0
         self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out)
@@ -276,6 +290,11 @@ class Client:
         self.window_end = float("inf")
         # httperf-style counters over the window
         self.attempted = 0  # connections started in the window
+        #: httperf's "Maximum connect burst length": the most connections one process
+        #: started at one instant in the window, and the burst under way
+        self.max_connect_burst = 0
+        self._burst = 0
+        self._burst_at = -1.0
         self.completed = 0  # ... of which completed by the end
         self.timed_out = 0  # ... of which timed out by the end
         #: SYNs the server dropped, summed over the window's completed (timed-out)
@@ -316,10 +335,26 @@ class Client:
         self._kernel_reset = listen_path.reset
 
     def share_one_kernel(self) -> None:
-        """Every client process runs on one kernel (the clients on the server's host, over
-        loopback): their retransmission timers tick together, on one phase."""
+        """Every client process runs on the server's kernel (the clients on the server's
+        host, over loopback): their retransmission timers and turns tick with the server's
+        scheduler, whose ticks fall on multiples of the tick from time 0 (``sim.cpu``).
+        Linux ticks every CPU on the same jiffy grid unless ``skew_tick=1`` is booted
+        (kernel/time/tick-sched.c, ``tick_setup_sched_timer``)."""
         if self._tick_phase:
-            self._tick_phase = self._tick_phase[:1]
+            self._tick_phase = [0.0]
+
+    def handshake_in_connect(self) -> None:
+        """The clients connect over loopback: a connect() runs the whole handshake in its
+        system call.  Its SYN is received in the softirq that the send raises, the
+        listener's SYN-ACK comes back in the same softirq, and the client's ACK, sent as
+        connect() releases its socket, reaches the listener before connect() returns
+        (Linux: loopback_xmit hands the segment to the sending CPU's backlog, processed
+        when the sender re-enables bottom halves).  So between the SYN's check of the
+        accept queue and the ACK's move into it nothing else arrives, and a SYN that
+        finds room always completes.  A retransmitted SYN leaves from the client's timer
+        softirq instead, with the others of its tick: they are all received before any of
+        their ACKs, which stay a round trip behind."""
+        self._in_connect = True
 
     def record_series(self, interval_s: float, duration_s: float) -> None:
         """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
@@ -349,11 +384,24 @@ class Client:
         taking turns on a CPU, its time to start comes: :meth:`_turn_start`)."""
         if self._turns > 1 and not self._users:
             due = self.clock.now - self.owd
-            start = self._turn_start(self._next_id % self._turns, due)
+            start = self._turn_start(self._process_of_arrival(), due)
             if start > due:  # its process is waiting for its turn
                 self.env.call_late_at(start + self.owd, self._start_now)
                 return
         self._start_now(None)
+
+    def _process_of_arrival(self) -> int:
+        """The httperf process whose connection falls due now.  Each process makes its
+        share on a schedule of its own (``--client=i/k``): with Poisson spacing each is a
+        Poisson stream of rate / k, so the process of an arrival of their sum is any of
+        them with equal chance; with deterministic spacing they take the arrivals in turn.
+        (httperf's "Maximum connect burst length" measures the result: the most
+        connections one process started in one turn.)"""
+        if self._poisson:
+            return min(int(self._process_draw.draw() * float(self._turns)), self._turns - 1)
+        process = self._arrivals % self._turns
+        self._arrivals += 1
+        return process
 
     def _turn_start(self, process: int, at: float) -> float:
         """When httperf process ``process`` next runs, at or after ``at``.
@@ -377,6 +425,14 @@ class Client:
         self._next_id += 1
         if started >= self.window_start:
             self.attempted += 1
+            # a process's burst: the connections it starts at one instant (its turn's start)
+            if started == self._burst_at:
+                self._burst += 1
+            else:
+                self._burst_at = started
+                self._burst = 1
+            if self._burst > self.max_connect_burst:
+                self.max_connect_burst = self._burst
         self.live.add(conn)
         if self._users:
             self._user_timers.call_at(conn.deadline, self._user_gives_up, conn)
@@ -395,6 +451,21 @@ class Client:
         SYN reaches the server a one-way delay later."""
         if at <= self.window_end:
             self.clock.call_at(max(at + self.owd, self.clock.now), self._arrival)
+
+    def _thread_done(self, at: float, cpu: float) -> float:
+        """A closed-loop client's thread takes ``cpu`` seconds of work that arrived at
+        ``at`` (client time): the thread free first does it, after its earlier work, and
+        this returns when it is done.  (wrk keeps each connection on one thread; the
+        first free one stands for it, exact with one thread.)"""
+        free = self._thread_free
+        best = 0
+        for i in range(1, len(free)):
+            if free[i] < free[best]:
+                best = i
+        start = free[best] if free[best] > at else at
+        done = start + cpu
+        free[best] = done
+        return done
 
     def _arm(self, conn: Connection) -> None:
         """A closed-loop step began: its user gives up at ``conn.deadline``."""
@@ -497,7 +568,10 @@ class Client:
         if conn.client_dead:  # a closed-loop user gave it up: its kernel answers with a RST
             self.clock.call_in(self.rtt, self._kernel_reset, conn)
             return
-        connected = self.clock.now + self.owd
+        # a first SYN sent by connect() over loopback: the whole handshake runs in that
+        # system call (:meth:`handshake_in_connect`), so the ACK reaches the listener now
+        in_connect = self._in_connect and conn.syn_sent == 1
+        connected = self.clock.now if in_connect else self.clock.now + self.owd
         if connected >= conn.started_at + self.timeout and conn.outcome is None:
             # a SYN the kernel retransmitted after the deadline, while httperf's process
             # waited for its turn (:meth:`give_up_at`): the kernel completes the
@@ -526,7 +600,10 @@ class Client:
                 self._arm(conn)
             if connected >= self.window_start:
                 self.requests += 1
-            self._lan.put(self._kernel_handshake_ack, conn)
+            if in_connect:
+                self._kernel_handshake_ack(conn)
+            else:
+                self._lan.put(self._kernel_handshake_ack, conn)
             return
         # the client's kernel ACKs at once; httperf writes the request when its event
         # loop sees the socket writable (wrk: when its connect loop is done)
@@ -538,6 +615,10 @@ class Client:
             self._arm(conn)
         if sent >= self.window_start:
             self.requests += 1
+        if in_connect:  # and the request, written on loopback, is received as it is sent
+            self._kernel_bare_ack(conn)
+            self.clock.call_at(sent, self._kernel_first_request, conn)
+            return
         self._lan.put(self._kernel_bare_ack, conn)
         self.clock.call_at(sent + self.owd, self._kernel_first_request, conn)
 
@@ -651,6 +732,8 @@ class Client:
             think = self._think_time(conn) if self._think_time is not None else 0.0
             if self._reacts:  # httperf issues the next call from its loop
                 think += self.reaction_delay()
+            if self._threads_busy:  # its thread handles the reply, then writes the next
+                think += self._thread_done(received, self._request_cpu) - received
             if self._start_connection is None:
                 conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
@@ -670,7 +753,10 @@ class Client:
             if conn.started_at >= self.window_start:
                 self.completed += 1
                 self.completed_syn_drops += conn.syn_sent - 1
-            if self._users:
+            if self._threads_busy:  # its thread reads the reply, closes and connects anew
+                self._user_next(self._thread_done(
+                    received, self._request_cpu + self._connection_cpu))
+            elif self._users:
                 self._user_next(received)
         if not self._reacts:
             self._lan.put(self._kernel_fin, conn)
@@ -723,6 +809,7 @@ class Client:
             "requests": self.requests,
             "replies": self.replies,
             "connection_rate_per_s": self.attempted / window,
+            "max_connect_burst": self.max_connect_burst,
             "reply_rate_per_s": reply_rate,
             "errors": {
                 "total": self.timeouts,

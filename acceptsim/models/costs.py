@@ -344,6 +344,22 @@ class HostCosts(Params):
         "connections start this far apart and their first requests leave when the thread's "
         "last connect is done (RunConfig.client = wrk).  0: they start a round trip apart",
     )
+    client_request_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="a closed-loop client thread's CPU per reply (wrk: read and parse it, record its "
+        "latency, write the next request).  A thread does this for its connections one "
+        "after another, so a user's next request leaves only when its thread is done: "
+        "at a few connections it is part of each request's cycle.  Measured by the "
+        "client's own CPU time over its requests (acceptsim measure --client wrk records "
+        "load.client_cpu_s).  0: the client answers at once",
+    )
+    client_connection_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="a closed-loop client thread's CPU per connection beyond its requests (wrk "
+        "without keep-alive: close the connection, create and connect the next one, on "
+        "loopback with its whole handshake, and register it), serial on the thread as "
+        "client_request_s",
+    )
     client_loop_base_s: float = param(
         0.0, unit="s", ge=0.0, doc="httperf event loop: fixed part of one iteration (timer "
         "tick, select() entry); 0 with client_poll_per_socket_s 0 turns the loop delay off",

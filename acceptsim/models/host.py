@@ -79,8 +79,9 @@ class Host:
         self.client = Client(
             env, client_params, config.kernel, self.workload, streams, client_costs
         )
-        if config.network == "loopback":  # the clients' timers tick on the host's kernel
-            self.client.share_one_kernel()
+        if config.network == "loopback":  # the clients' timers tick on the host's kernel,
+            self.client.share_one_kernel()  # and each connect() completes its handshake
+            self.client.handshake_in_connect()
         # the send side charges the server host's kernel, and on loopback there is no link
         self.client.tx = SendPath(
             env, self.client, config.kernel, config.listen_costs(), config.costs.client_machines,

@@ -214,11 +214,11 @@ LINUX_MODERN = KernelProfile(
     young_rule=False,
     syn_rto_s=1.0,
     synack_rto_s=1.0,
-    # exact client timers: the measured HZ=250 wheel (client_timer_tick_s 0.004,
-    # client_timer_wheel_shift 3) is the mechanism of the clients' two clocks, switched on
-    # with client_processes_per_cpu (models.client.Client.give_up_at) once the measured
-    # sets are refitted with it (issue 47)
-    client_timer_tick_s=0.0,
+    # the clients' timers on Linux 4.8's wheel at HZ=250 (Debian's kernels and the
+    # measuring host's): a 1-s SYN timer fires up to one 8-tick bucket late, measured by
+    # tools/syn_timer.py (tests/data/measured/README.md, "The client's two clocks")
+    client_timer_tick_s=0.004,
+    client_timer_wheel_shift=3,
     synq_timer_s=0.0,
     # EEVDF's base slice on 2-3 online CPUs (this project's measuring host) and HZ=250
     # (Debian's kernels and that host's)
@@ -231,7 +231,8 @@ PROFILE_SUMMARIES = {
     "the young rule, no syncookies, 3 s initial RTO, clients ticking at HZ=100, SYN-ACKs "
     "retransmitted by a 200 ms clock hand over the SYN queue.",
     "linux-modern": "Today's Linux: somaxconn 4096, SYN queue = backlog, syncookies, every "
-    "SYN dropped on a full accept queue, 1 s initial RTO.",
+    "SYN dropped on a full accept queue, 1 s initial RTO, clients' timers on the 4.8 wheel "
+    "at HZ=250.",
 }
 
 

@@ -314,7 +314,8 @@ METRICS: tuple[Metric, ...] = (
            "(None: none timed out)", "client",
            lambda w: ratio(w.host.client.timed_out_syn_drops, w.host.client.timed_out)),
     Metric("httperf", "", "the window's totals in httperf's own terms (connections, replies, "
-           "reply-rate samples, errors)", "client", lambda w: w.host.client.httperf_summary()),
+           "the largest connect burst of one process, reply-rate samples, errors)", "client",
+           lambda w: w.host.client.httperf_summary()),
     Metric("nstat_per_s", "events/s", "the drops under the names nstat gives them on a modern "
            "kernel", "kernel", _nstat),
     Metric("queues", "entries", "the largest SYN and accept queue lengths, and their "
