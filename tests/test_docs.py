@@ -38,7 +38,7 @@ EXPECTED = {
     "sweep.ipynb": ["gain_10_vs_1"],
     "validate.ipynb": ["off_mape_within_15pct: True", "direction right at",
                        "every_quota_mape_within_10pct: True", "cfs_within_5pct: True",
-                       "policy_effect_within_noise: True",
+                       "pooled_policy_effect_within_noise: True",
                        "'haproxy_best_right_at_every_rate': True",
                        "'recommended_within_2_se_of_best': True"],
 }

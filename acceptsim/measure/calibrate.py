@@ -152,7 +152,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     ``multi_accept`` (accept-limit inf or 1), its CFS quota and whose cgroup it is
     (``cpu_quota_scope``), kernel profile, target rate, spacing, httperf timeout and
     duration, measured from the start (no warm-up); httperf's processes per client CPU
-    (:func:`httperf_processes_per_cpu`), or wrk's connections and its own CPU per request."""
+    (``httperf_processes_per_cpu``), or wrk's connections and its own CPU per request."""
     info = run.info
     if info.server.name not in SERVER_MODELS:
         raise ConfigError(

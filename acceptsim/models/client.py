@@ -238,7 +238,7 @@ class Client:
         self._connect_threads: int = params.connect_threads
         self._connect_s: float = costs.client_connect_s if costs is not None else 0.0
         #: a closed loop's client threads: each one's CPU per reply and per new connection,
-        #: and when each is next free (:meth:`_thread_done`)
+        #: and when each is next free (``_thread_done``)
         self._request_cpu: float = costs.client_request_s if costs is not None else 0.0
         self._connection_cpu: float = costs.client_connection_s if costs is not None else 0.0
         self._thread_free: list[float] = [0.0] * max(1, params.connect_threads)
