@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for, validate
@@ -67,23 +66,6 @@ def busier_share_gap(runs: list[Any], costs: Any) -> tuple[float, float, list, l
 
 #: the (workers, rate) points of a set's mutex mean-share test
 MUTEX_CASES = [(n, rate) for n in WORKERS for rate in RATES]
-
-#: why four workers' busier share at 1,000/s misses with the afternoon's costs
-#: (nginx-loopback-cgroup-scopes.params.toml), in both sets predicted with them
-FOUR_AT_1000_WHY = (
-    "four workers under the mutex at 1,000/s (each 0.05 CPU per 20 ms): the busier worker "
-    "took 0.39-0.58 of the requests measured (0.35-0.54 in the worker-cgroups set), 0.27-0.41 "
-    "simulated over eight seeds.  It held while a loopback request reached nginx a "
-    "one-way LAN delay after httperf wrote it (50 us, longer than the 48-us wake-up), so "
-    "the worker that accepted found nothing to read and slept once more; a request is now "
-    "received as it is sent, as HAProxy's 4.0 task runs per connection measure"
-)
-
-
-def mutex_cases_missing(misses: dict[tuple[int, float], str]) -> list[Any]:
-    """:data:`MUTEX_CASES`, each of ``misses`` a strict xfail with its reason."""
-    return [pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=misses[case]))
-            if case in misses else case for case in MUTEX_CASES]
 
 
 def assert_mutex_share_is_the_models(runs: list[Any], rate: float, costs: Any) -> None:

@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 from measured_layouts import (
-    FOUR_AT_1000_WHY,
+    MUTEX_CASES,
     assert_mutex_share_is_the_models,
     by_layout,
     layout_mape,
     layout_of,
-    mutex_cases_missing,
     validate_set,
 )
 
@@ -129,8 +128,7 @@ def test_each_workers_share_within_10_points(
     assert max(gaps) <= 10.0, gaps
 
 
-@pytest.mark.parametrize(("workers", "rate"),
-                         mutex_cases_missing({(4, 1000.0): FOUR_AT_1000_WHY}))
+@pytest.mark.parametrize(("workers", "rate"), MUTEX_CASES)
 def test_the_mutex_busier_workers_mean_share_is_the_models(workers: int, rate: float) -> None:
     """As tests/test_measured_workers.py (measured_layouts.assert_mutex_share_is_the_models),
     with the afternoon's costs: the machine's speed when the set was recorded (see

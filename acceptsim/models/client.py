@@ -638,7 +638,7 @@ class Client:
             return
         rto = min(self.profile.data_rto_min_s * 2**conn.data_rtx, self.profile.rto_max_s)
         fires = self.timer_fires(conn, sent, rto) if self._tick > 0 else sent + rto
-        self.clock.call_at(fires + self.owd, self._fin_retransmit, conn)
+        self._after_syn_timers(fires + self.owd, self._fin_retransmit, conn)
 
     def _fin_retransmit(self, conn: Connection) -> None:
         if conn.state != SYN_RECV:  # it got in, or was reset
@@ -647,13 +647,26 @@ class Client:
         self._kernel_bare_ack(conn)
         self._fin_unacknowledged(conn, self.clock.now - self.owd)
 
+    def _after_syn_timers(self, at: float, fn: Callable[[Any], None], conn: Connection) -> None:
+        """A retransmission of a request or a FIN, due on a tick at ``at``.  Linux 4.8's
+        wheel runs a tick's expired timers from its highest level down
+        (kernel/time/timer.c, ``__run_timers``), so on the tick a SYN's 1-s timer (level 1)
+        fires before the requests' and FINs' 200-ms ones (level 0): their segments are
+        received after the tick's retransmitted SYNs, and still before what a process that
+        starts its turn on that tick sends (which runs after the softirq).  The 2.4 wheel
+        (``client_timer_wheel_shift`` 0) keeps the order the timers were set in."""
+        if self._wheel_shift:
+            self.env.call_late_at(at, fn, conn)
+        else:
+            self._rtx_timers.call_at(at, fn, conn)
+
     def request_unacknowledged(self, conn: Connection) -> None:
         """The final ACK (with the request behind it) overflowed: the request
         segment is retransmitted one minimum RTO after it was sent."""
         rto = self.profile.data_rto_min_s
         if self._tick > 0:  # the timer was armed when the request was sent
             fires = self.timer_fires(conn, conn.request_sent_at, rto)
-            self._rtx_timers.call_at(fires + self.owd, self._data_retransmit, conn)
+            self._after_syn_timers(fires + self.owd, self._data_retransmit, conn)
             return
         self.env.delay_line(rto).put(self._data_retransmit, conn)
 
@@ -673,7 +686,7 @@ class Client:
             rto = min(profile.data_rto_min_s * 2**conn.data_rtx, profile.rto_max_s)
             if self._tick > 0:  # re-armed as this retransmission left (on a tick)
                 fires = self.timer_fires(conn, now - self.owd, rto)
-                self._rtx_timers.call_at(fires + self.owd, self._data_retransmit, conn)
+                self._after_syn_timers(fires + self.owd, self._data_retransmit, conn)
                 return
             self.env.delay_line(rto).put(self._data_retransmit, conn)
 
