@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for
+from acceptsim.measure.timeseries_check import mean_table, nominal_interval_s, simulated_series
 from acceptsim.models.client import ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.models.connection import Connection
@@ -34,9 +35,6 @@ WHEEL = LINUX_MODERN
 #: measured runs of one worker past saturation (tests/data/measured)
 SCOPES = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback-cgroup-scopes"
 
-
-def test_the_modern_profile_ticks_at_hz_250_on_the_48_wheel() -> None:
-    assert (LINUX_MODERN.client_timer_tick_s, LINUX_MODERN.client_timer_wheel_shift) == (0.004, 3)
 
 
 def client(processes: int = 1) -> Host:
@@ -153,9 +151,11 @@ def test_retransmitted_syns_that_win_the_race_leave_handshakes_unused() -> None:
     assert unused(8) > 100.0
 
 
+#: the one run the issue cites (0.00 simulated SYN retransmissions/s against 44.95 measured)
+DEMO = "timeseries-demo"
 #: the time-series sets and the costs each is predicted with (tests/data/measured/README.md)
 TIMESERIES_SETS = {
-    "timeseries-demo": "nginx-loopback-workers.params.toml",
+    DEMO: "nginx-loopback-workers.params.toml",
     "nginx-loopback-timeseries/quota-0.2-period-100000us": "nginx-loopback-timeseries.params.toml",
     "nginx-loopback-timeseries/quota-0.25-period-4000us": "nginx-loopback-timeseries.params.toml",
 }
@@ -164,10 +164,11 @@ TIMESERIES_SETS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("folder", sorted(TIMESERIES_SETS))
 def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder: str) -> None:
-    """The issue's criterion: wherever the measured SYN and SYN-ACK retransmissions
-    (``syn_retrans_per_s``, mean over a run's intervals and over its repeats) exceed 50/s,
-    the model's (the listen socket's counts over the run) lie within a factor of 2.
-    Without the clocks the model made none at the demo's 2,500/s (45/s measured)."""
+    """The issue's criterion, as ``acceptsim validate --timeseries`` compares them:
+    wherever the measured SYN and SYN-ACK retransmissions (``syn_retrans_per_s``, the mean
+    over a run's intervals, and over the repeats of its point) exceed 50/s, the simulated
+    series' mean lies within a factor of 2; and on the demo run the issue cites, whose
+    45/s the model met with none before the clocks."""
     measured_root = SCOPES.parent
     costs = load_params_file(measured_root / TIMESERIES_SETS[folder])[0]
     points: dict[tuple[bool, float], list] = {}
@@ -177,15 +178,14 @@ def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder
         points.setdefault(key, []).append(run)
     checked = 0
     for key, runs in sorted(points.items()):
-        measured = np.mean([np.nanmean(r.timeseries()["syn_retrans_per_s"].to_numpy(float))
-                            for r in runs])
-        if measured <= 50.0:
+        first = runs[0].timeseries()
+        simulated = simulated_series(runs[0], costs, nominal_interval_s(runs[0], first))
+        means = [mean_table(r.timeseries(), simulated).set_index("column").loc[
+            "syn_retrans_per_s"] for r in runs]
+        measured = float(np.mean([m["measured_mean"] for m in means]))
+        if not (measured > 50.0 or folder == DEMO):
             continue
-        host = Host(config_for(runs[0], costs))
-        host.run()
-        listen = host.listen
-        simulated = (listen.syn_retransmits + listen.synack_retransmits) / (
-            runs[0].info.load.duration_s)
-        assert 0.5 <= simulated / measured <= 2.0, (key, measured, simulated)
+        ratio = means[0]["simulated_mean"] / measured
+        assert 0.5 <= ratio <= 2.0, (key, measured, means[0]["simulated_mean"])
         checked += 1
     assert checked >= 1
