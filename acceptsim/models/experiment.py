@@ -18,6 +18,8 @@ the code and notebooks that import them from here.
 
 from __future__ import annotations
 
+import gc
+
 from typing import Any
 
 from acceptsim.models.config import (
@@ -75,4 +77,17 @@ def simulate(
     elif overrides:
         config = RunConfig.from_dict(overrides, base=config)
     check_work(config, force)
-    return Host(config, policy).run(progress=progress)
+    # the cyclic collector stays off for the whole run, the host's set-up and its record
+    # included, until the host lets go of its events and connections (Host.discard):
+    # switched on between the two, it would scan the whole of the run's live state
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        host = Host(config, policy)
+        try:
+            return host.run(progress=progress)
+        finally:
+            host.discard()
+    finally:
+        if collecting:
+            gc.enable()

@@ -291,6 +291,7 @@ class DelayLine:
         self._popleft: Callable[[], _Pending] = self.queue.popleft
         #: the line's place on the event heap (while it holds anything)
         self.entry = Entry(0.0, NORMAL, 0, LINE, None, None, self)
+        env._delay_lines.append(self)  # for Environment.discard
 
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
@@ -346,6 +347,7 @@ class TimerLane:
     def __init__(self, env: Environment) -> None:
         self.clock = env.clock
         self.heap: list[Entry] = []
+        env._timer_lanes.append(self)  # for Environment.discard
 
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at the instant :meth:`Environment.call_at` would."""
@@ -406,6 +408,9 @@ class Environment(simpy.Environment):
         #: every processor, in the order attached (its index is its number)
         self.cpus: list[Cpu] = []
         self._lines: dict[float, DelayLine] = {}
+        #: every delay line and timer lane made for this environment (:meth:`discard`)
+        self._delay_lines: list[DelayLine] = []
+        self._timer_lanes: list[TimerLane] = []
 
     @property
     def now(self) -> float:
@@ -418,6 +423,21 @@ class Environment(simpy.Environment):
             self.cpu = cpu
         self.cpus.append(cpu)
         return len(self.cpus) - 1
+
+    def discard(self) -> None:
+        """Drop every pending event: the heap, and what waits on every delay line and timer
+        lane.  For a run that is over: the environment cannot go on from here.
+
+        The pending events hold the model's objects (connections, the bound methods they
+        call), and the model's objects hold the environment, so after a run all of it is
+        one large reference cycle that only Python's cyclic garbage collector can free,
+        by scanning every object in it.  Dropped here, nearly all of it is freed at once
+        by reference counting."""
+        self.clock.heap.clear()
+        for line in self._delay_lines:
+            line.queue.clear()
+        for lane in self._timer_lanes:
+            lane.heap.clear()
 
     def delay_line(self, delay: float) -> DelayLine:
         """The delay line for ``delay`` (one per distinct delay, created on first use)."""
