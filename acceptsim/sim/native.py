@@ -46,6 +46,8 @@ COMPILED = (
     "models/servers/userver.py",
     "models/servers/tux.py",
     "models/servers/knot.py",
+    "models/servers/nginx.py",
+    "models/multicore.py",
     "models/tcp.py",
 )
 

@@ -39,6 +39,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from acceptsim.models.request_cost import RequestCostParams
 from acceptsim.models.servers.base import WAKE_ALL, WAKE_EXCLUSIVE, WAKE_MUTEX, SharedAcceptPhase
 from acceptsim.models.servers.spec import ServerSpec
@@ -49,6 +51,7 @@ from acceptsim.sim.params import param, summary_of
 __all__ = ["CATEGORIES", "Nginx", "NginxParams"]
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class NginxParams(RequestCostParams):
     _prefix = "server."
@@ -85,6 +88,7 @@ class NginxParams(RequestCostParams):
     )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # HAProxy's model is one
 class Nginx(Userver):
     """One nginx worker process; runs as the task of its CPU."""
 
