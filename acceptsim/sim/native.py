@@ -47,6 +47,7 @@ COMPILED = (
     "models/servers/tux.py",
     "models/servers/knot.py",
     "models/servers/nginx.py",
+    "models/servers/dispatch.py",
     "models/multicore.py",
     "models/tcp.py",
 )

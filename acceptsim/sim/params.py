@@ -10,11 +10,14 @@ desmod's ``apply_user_config`` does.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import re
+import sys
 import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Self
 
 from acceptsim.sim.errors import ConfigError
@@ -72,8 +75,27 @@ def plain_text(text: str) -> str:
 def summary_of(obj: object) -> str:
     """The first paragraph of an object's docstring, on one line and in plain words (a
     one-line summary for listings such as ``acceptsim policies`` and ``acceptsim
-    servers``)."""
-    return plain_text(" ".join((obj.__doc__ or "").strip().split("\n\n")[0].split()))
+    servers``).  A class compiled by mypyc has no ``__doc__``: its docstring is read from
+    its module's source, which the build leaves beside the compiled module."""
+    doc = obj.__doc__ or _source_docstring(obj)
+    return plain_text(" ".join((doc or "").strip().split("\n\n")[0].split()))
+
+
+def _source_docstring(obj: object) -> str | None:
+    """The docstring of the class ``obj`` in its module's ``.py`` source, if there is one
+    (found through its package, which is imported before the module is)."""
+    package, _, module = getattr(obj, "__module__", "").rpartition(".")
+    name = getattr(obj, "__qualname__", None)
+    paths = getattr(sys.modules.get(package), "__path__", None)
+    if not paths or name is None:
+        return None
+    source = Path(list(paths)[0]) / (module + ".py")
+    if not source.is_file():
+        return None
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return ast.get_docstring(node)
+    return None
 
 
 def param(

@@ -61,6 +61,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from acceptsim.models.connection import ACCEPTED, Connection
 from acceptsim.models.servers.base import ServerCounters, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
 _SYSCALL = "set, not fitted: of the order of one system call on the paper's 2.4 GHz Xeon"
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class DispatchParams(UserverParams):
     """The userver's parameters plus the costs of every event-dispatch mechanism."""
@@ -141,16 +144,7 @@ class DispatchParams(UserverParams):
     )
 
 
-class _Idle:
-    """Idle persistent connections: held open and in the interest set, never readable."""
-
-    def adopt_idle(self: Any, n: int) -> None:
-        """Hold ``n`` idle connections, established and registered before the run starts."""
-        self.idle += n
-        self.hold_idle(n)
-
-
-class SelectServer(_Idle, Userver):
+class SelectServer(Userver):
     """The userver with select()'s cost split as Linux 2.4's do_select spends it."""
 
     name = "userver-select"
@@ -163,7 +157,13 @@ class SelectServer(_Idle, Userver):
         self.registered = 0  # wait-queue registrations made
         self.dispatch_events = 0  # ready descriptors reported
         super().__init__(host, params, policy)
-        self.params: DispatchParams = params
+        self.params = params
+
+    def adopt_idle(self, n: int) -> None:
+        """Hold ``n`` idle persistent connections, established and registered before the
+        run starts: held open and in the interest set, never readable."""
+        self.idle += n
+        self.hold_idle(n)
 
     def scan_base_s(self) -> float:
         return self.costs.select_base_s
@@ -233,8 +233,8 @@ class PollServer(SelectServer):
     name = "userver-poll"
     mechanism = "poll"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, host: WorkerWiring, params: DispatchParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
         self.copy_per_fd_s = self.params.poll_copy_per_fd_s
 
 
@@ -244,8 +244,8 @@ class DevPollServer(SelectServer):
     name = "userver-devpoll"
     mechanism = "/dev/poll"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, host: WorkerWiring, params: DispatchParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
         self._accepts_registered = 0
         self._closes_registered = 0
 
@@ -324,8 +324,8 @@ class RtSignalServer(SelectServer):
     #: at most one queued signal per descriptor (signal-per-fd)
     coalesce = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, host: WorkerWiring, params: DispatchParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
         self.sigq: deque[Connection | None] = deque()
         self.overflow = False  # SIGIO raised: some signal was lost
         self._lost: list[Connection | None] = []
@@ -456,9 +456,12 @@ class SignalPerFdServer(RtSignalServer):
 
 
 #: ``--server`` names of the mechanisms, for ``acceptsim.models.experiment.SERVERS``
+#: (the names spelled out: a compiled class's attribute is read on an instance)
 SPECS = tuple(
-    ServerSpec(cls.name, cls, DispatchParams, CATEGORIES, summary_of(cls), idle_connections=True)
-    for cls in (
-        SelectServer, PollServer, DevPollServer, EpollServer, RtSignalServer, SignalPerFdServer
+    ServerSpec(name, cls, DispatchParams, CATEGORIES, summary_of(cls), idle_connections=True)
+    for name, cls in (
+        ("userver-select", SelectServer), ("userver-poll", PollServer),
+        ("userver-devpoll", DevPollServer), ("userver-epoll", EpollServer),
+        ("userver-rtsig", RtSignalServer), ("userver-sigfd", SignalPerFdServer),
     )
 )
