@@ -19,7 +19,6 @@ the code and notebooks that import them from here.
 from __future__ import annotations
 
 import gc
-
 from typing import Any
 
 from acceptsim.models.config import (
