@@ -9,9 +9,10 @@ and content fill one packet.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
@@ -161,21 +162,18 @@ class SpecWeb99:
         sizes, probs, _ = specweb_file_table(params)
         self._sizes = sizes
         self._probs = probs
-        self._size = streams.sampler(
-            "specweb99.file", lambda g, n: sizes[g.choice(len(sizes), n, p=probs)].astype(float)
-        )
+        # a request's reply size and a connection's request count are the streams'
+        # samplers themselves, drawn as integers: a call is a C-level call, with no
+        # Python frame of its own, once per request and per connection
+        self.reply_bytes = cast(Callable[[], int], streams.sampler(
+            "specweb99.file", lambda g, n: sizes[g.choice(len(sizes), n, p=probs)]
+        ))  # fmt: skip
         p = 1.0 / params.mean_requests
-        self._count = streams.sampler(
-            "specweb99.requests", lambda g, n: g.geometric(p, n).astype(float)
-        )
+        self.requests_per_connection = cast(Callable[[], int], streams.sampler(
+            "specweb99.requests", lambda g, n: g.geometric(p, n)
+        ))  # fmt: skip
         think = params.think_mean_s
         self._think = streams.exponential("specweb99.think", think) if think > 0 else None
-
-    def requests_per_connection(self) -> int:
-        return int(self._count())
-
-    def reply_bytes(self) -> int:
-        return int(self._size())
 
     def think_time(self, conn: Connection) -> float:
         return self._think() if self._think is not None else 0.0
