@@ -48,6 +48,7 @@ COMPILED = (
     "models/servers/knot.py",
     "models/servers/nginx.py",
     "models/servers/dispatch.py",
+    "models/servers/twoclass.py",
     "models/multicore.py",
     "models/tcp.py",
 )

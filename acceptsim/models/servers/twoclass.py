@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from acceptsim.models.client import Client, ClientParams
 from acceptsim.models.connection import Connection
@@ -59,6 +60,7 @@ CATEGORIES = (SCHEDULE, ACCEPT, WORK, BACKGROUND)
 INF = float("inf")
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class TwoClassParams(Params):
     """Pools, priorities and rate limit of the two classes; the background load."""
@@ -106,6 +108,7 @@ class TwoClassParams(Params):
     )
 
 
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class PlainTwoClassParams(TwoClassParams):
     """No differentiation: as many background processes, equal priority, no pacing."""
@@ -133,6 +136,9 @@ class _FixedReply:
 
     def reply_bytes(self) -> int:
         return self._bytes
+
+    def mean_requests_per_connection(self) -> float:
+        return 1.0
 
 
 class _BackgroundStreams(Streams):
