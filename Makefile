@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP) $(NATIVE)
 
-# recompile the hot path after an edit (until then its Python sources run: acceptsim/sim/native.py);
+# recompile the hot path after an edit, or when the list of compiled modules changes (until
+# then its Python sources run: acceptsim/sim/native.py);
 # not when the build already matches the sources (as right after the install)
-$(NATIVE): $(STAMP) $(HOT)
+$(NATIVE): $(STAMP) $(HOT) acceptsim/sim/native.py
 	$(BIN)/python -W ignore -c "from acceptsim.sim import native; raise SystemExit(not native.is_compiled())" \
 		|| $(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE)
