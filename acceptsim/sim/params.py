@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
 import re
 import sys
@@ -85,17 +86,25 @@ def _source_docstring(obj: object) -> str | None:
     """The docstring of the class ``obj`` in its module's ``.py`` source, if there is one
     (found through its package, which is imported before the module is)."""
     package, _, module = getattr(obj, "__module__", "").rpartition(".")
-    name = getattr(obj, "__qualname__", None)
     paths = getattr(sys.modules.get(package), "__path__", None)
-    if not paths or name is None:
+    if not paths:
         return None
-    source = Path(list(paths)[0]) / (module + ".py")
-    if not source.is_file():
-        return None
-    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return ast.get_docstring(node)
-    return None
+    return _class_docstrings(str(Path(list(paths)[0]) / (module + ".py"))).get(
+        getattr(obj, "__qualname__", "")
+    )
+
+
+@functools.cache
+def _class_docstrings(source: str) -> dict[str, str]:
+    """Every class docstring of the module ``source`` (read and parsed once)."""
+    path = Path(source)
+    if not path.is_file():
+        return {}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name: doc for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and (doc := ast.get_docstring(node)) is not None
+    }  # fmt: skip
 
 
 def param(
