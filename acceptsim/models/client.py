@@ -191,7 +191,11 @@ class Client:
         self.listen_path: ListenPath | None = None
         # optional workload hooks (see models.workloads.Workload)
         self._start_connection = getattr(workload, "start_connection", None)
-        self._think_time = getattr(workload, "think_time", None)
+        #: a think time independent of the connection is drawn by the workload's sampler
+        #: itself (``think_draw``, None: no think time); else asked of ``think_time``
+        self._think_draw: Callable[[], float] | None = getattr(workload, "think_draw", None)
+        self._think_time = (None if hasattr(workload, "think_draw")
+                            else getattr(workload, "think_time", None))
         fixed = getattr(workload, "fixed_shape", None)
         #: requests after the first and reply size of every connection, if all are alike
         self._fixed_left: int | None = fixed[0] - 1 if fixed else None
@@ -742,7 +746,10 @@ class Client:
         if conn.requests_left > 0:
             conn.requests_left -= 1
             # the workload's think time, if it has one, passes before the next request
-            think = self._think_time(conn) if self._think_time is not None else 0.0
+            if self._think_draw is not None:
+                think = self._think_draw()
+            else:
+                think = self._think_time(conn) if self._think_time is not None else 0.0
             if self._reacts:  # httperf issues the next call from its loop
                 think += self.reaction_delay()
             if self._threads_busy:  # its thread handles the reply, then writes the next

@@ -46,6 +46,9 @@ class Workload(Protocol):
     #   think_time(conn) -> float: seconds the client waits after a reply before its next
     #       request on this connection; a workload with start_connection also sets
     #       conn.reply_bytes for that next request here;
+    #   think_draw: a zero-argument sampler of think times, or None (no think time), for a
+    #       workload whose think time does not depend on the connection: the client then
+    #       calls it directly instead of think_time (a call without a Python frame);
     #   fixed_shape: (requests per connection, reply bytes) when every connection and
     #       reply is the same, so the client need not ask per connection.
 
@@ -173,10 +176,12 @@ class SpecWeb99:
             "specweb99.requests", lambda g, n: g.geometric(p, n)
         ))  # fmt: skip
         think = params.think_mean_s
-        self._think = streams.exponential("specweb99.think", think) if think > 0 else None
+        #: the client's hook (see Workload): the stream's sampler itself, or None
+        self.think_draw = (streams.exponential("specweb99.think", think) if think > 0
+                           else None)
 
     def think_time(self, conn: Connection) -> float:
-        return self._think() if self._think is not None else 0.0
+        return self.think_draw() if self.think_draw is not None else 0.0
 
     def mean_requests_per_connection(self) -> float:
         return self.params.mean_requests
