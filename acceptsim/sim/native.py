@@ -49,6 +49,7 @@ COMPILED = (
     "models/servers/nginx.py",
     "models/servers/dispatch.py",
     "models/servers/twoclass.py",
+    "models/servers/flash.py",
     "models/multicore.py",
     "models/tcp.py",
 )

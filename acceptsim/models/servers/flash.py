@@ -40,8 +40,11 @@ and serve them one after the other, each to completion.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.filecache import DiskParams, Storage
@@ -49,7 +52,7 @@ from acceptsim.models.servers.base import ServerCounters, WorkerWiring
 from acceptsim.models.servers.pool import BLOCKED, NEXT, SCHEDULE, PoolWorker, WorkerPool
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, WORK, Userver
-from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.cpu import BLOCK, Task
 from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.params import param, summary_of
 
@@ -60,7 +63,11 @@ if TYPE_CHECKING:
 
 MP_CATEGORIES = (SCHEDULE, ACCEPT, WORK)
 
+#: a step of a server's loop that may yield bursts and returns nothing, or a value
+Steps = Generator[Any, None, None]
 
+
+@mypyc_attr(native_class=False)  # a parameter set: a plain frozen dataclass
 @dataclass(frozen=True)
 class FlashParams(DiskParams):
     """The memory, disk and process costs of the Flash architectures."""
@@ -135,45 +142,34 @@ class FlashParams(DiskParams):
                 )
 
 
-class _FileServing:
-    """What every architecture shares: the cache, the disk and their measures."""
+class FileServing:
+    """What every architecture shares, held by each: the cache, the disk and their
+    measures."""
 
-    env: Environment
-    client: Client
-    params: FlashParams
-
-    #: memory the architecture's own processes take from the file cache
-    def process_memory(self, params: FlashParams) -> float:
-        return 0.0
-
-    def _setup_files(self, params: FlashParams, env: Environment, client: Client) -> None:
-        capacity = params.cache_bytes - self.process_memory(params)
-        self.storage = Storage(env, capacity, params)
+    def __init__(self, params: FlashParams, env: Environment, client: Client,
+                 process_bytes: float) -> None:
+        """``process_bytes``: memory the architecture's own processes take from the file
+        cache."""
+        self.client = client
+        self.storage = Storage(env, params.cache_bytes - process_bytes, params)
         self.cache = self.storage.cache
         self.disk = self.storage.disk
         popular = getattr(client.workload, "by_popularity", None)
         if params.warm_cache and popular is not None:
             self.storage.warm(popular)
 
-    @staticmethod
-    def file_of(conn: Connection) -> int | None:
-        """The file the current request names (None: a workload without files, in memory)."""
-        return getattr(conn.reply_bytes, "file", None)
-
-    def own_counters(self) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
         """The cache's hits and misses, reads joined to one under way, the disk's reads
-        and busy time."""
-        out = super().own_counters()  # type: ignore[misc]
-        out.update({
+        and busy time (cumulative)."""
+        return {
             "cache_hits": self.cache.hits,
             "cache_misses": self.cache.misses,
             "reads_joined": self.storage.joined,
             "disk_reads": self.disk.reads,
             "disk_busy_time": self.disk.busy_time,
-        })
-        return out
+        }
 
-    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
+    def extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """``files``: the cache's hit ratio and size, the disk's reads/s and busy share."""
         own = diff.own
         lookups = own["cache_hits"] + own["cache_misses"]
@@ -189,18 +185,38 @@ class _FileServing:
         }
 
 
-class Sped(_FileServing, Userver):
+def file_of(conn: Connection) -> int | None:
+    """The file the current request names (None: a workload without files, in memory)."""
+    return getattr(conn.reply_bytes, "file", None)
+
+
+class Sped(Userver):
     """SPED: the event loop; a miss blocks the whole process while the disk reads."""
 
     name = "flash-sped"
 
     def __init__(self, host: WorkerWiring, params: FlashParams, policy: AcceptPolicy) -> None:
-        self._setup_files(params, host.env, host.client)
+        self.flash = params
+        self.files = FileServing(params, host.env, host.client, self.process_memory(params))
+        self.cache = self.files.cache
+        self.storage = self.files.storage
         self._reading = False
-        super().__init__(host, params, policy)  # type: ignore[arg-type]
-        self.params: FlashParams = params  # type: ignore[assignment]
+        super().__init__(host, params, policy)
 
-    def run(self):  # type: ignore[no-untyped-def]
+    def process_memory(self, params: FlashParams) -> float:
+        """Memory the architecture's own processes take from the file cache."""
+        return 0.0
+
+    def own_counters(self) -> dict[str, float]:
+        """The files' counters (:meth:`FileServing.counters`)."""
+        out = super().own_counters()
+        out.update(self.files.counters())
+        return out
+
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
+        return self.files.extras(diff, window)
+
+    def run(self) -> Task:
         """The userver's three phases; the work phase goes through :meth:`handle`, until
         done or the policy's work budget for the phase is spent (the connections not yet
         served stay ready for the next select())."""
@@ -223,7 +239,7 @@ class Sped(_FileServing, Userver):
                 self.conns_worked += served
                 self._batch = []
 
-    def accept_phase(self):  # type: ignore[no-untyped-def]
+    def accept_phase(self) -> Steps:
         """Accept up to the policy's accept-limit (0 skips the phase: not counted), if
         select reported the listening socket."""
         acc = self.acceptor
@@ -239,7 +255,7 @@ class Sped(_FileServing, Userver):
                 self.readable(conn)
         acc.end()
 
-    def handle(self, conn: Connection):  # type: ignore[no-untyped-def]
+    def handle(self, conn: Connection) -> Steps:
         """Serve the next request of ``conn``, or close it after end-of-file."""
         costs = self.costs
         client = self.client
@@ -253,16 +269,16 @@ class Sped(_FileServing, Userver):
             yield WORK, costs.close_s
             self.release(conn)
 
-    def serve(self, conn: Connection):  # type: ignore[no-untyped-def]
+    def serve(self, conn: Connection) -> Generator[Any, None, bool]:
         """SPED: read a missing file with a blocking read (the loop stalls), then reply."""
-        file = self.file_of(conn)
+        file = file_of(conn)
         if file is not None and not self.cache.lookup(file):
             yield from self.blocking_read(conn, file)
         yield from self.reply(conn)
         return True
 
-    def blocking_read(self, conn: Connection, file: int):  # type: ignore[no-untyped-def]
-        p = self.params
+    def blocking_read(self, conn: Connection, file: int) -> Steps:
+        p = self.flash
         size = int(conn.reply_bytes)
         yield WORK, p.read_issue_s
         self._reading = True
@@ -275,7 +291,7 @@ class Sped(_FileServing, Userver):
         self._reading = False
         self.cpu.wake()
 
-    def reply(self, conn: Connection):  # type: ignore[no-untyped-def]
+    def reply(self, conn: Connection) -> Steps:
         costs = self.costs
         conn.pending -= 1
         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
@@ -284,9 +300,9 @@ class Sped(_FileServing, Userver):
 
 
 #: ``conn.server`` of a connection whose file a helper is reading
-AT_HELPER = "helper"
+AT_HELPER: Final = "helper"
 #: ``conn.server`` of a connection whose file a helper has just read
-READ_DONE = "read"
+READ_DONE: Final = "read"
 
 
 class Amped(Sped):
@@ -294,24 +310,24 @@ class Amped(Sped):
 
     name = "flash-amped"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.idle_helpers = self.params.helpers
+    def __init__(self, host: WorkerWiring, params: FlashParams, policy: AcceptPolicy) -> None:
+        super().__init__(host, params, policy)
+        self.idle_helpers = params.helpers
         self.helper_queue: deque[Connection] = deque()
 
     def process_memory(self, params: FlashParams) -> float:
         return params.helpers * params.helper_bytes
 
-    def serve(self, conn: Connection):  # type: ignore[no-untyped-def]
-        if conn.server is AT_HELPER:
+    def serve(self, conn: Connection) -> Generator[Any, None, bool]:
+        if conn.server == AT_HELPER:
             return False  # its helper has not answered yet (an end-of-file woke it)
-        file = self.file_of(conn)
-        if conn.server is READ_DONE:
+        file = file_of(conn)
+        if conn.server == READ_DONE:
             # the helper's answer: the file is in memory (its page-cache fill is CPU too)
             conn.server = None
-            yield WORK, self.params.read_per_byte_s * conn.reply_bytes
+            yield WORK, self.flash.read_per_byte_s * conn.reply_bytes
         elif file is not None and not self.cache.lookup(file):
-            yield WORK, self.params.helper_ipc_s
+            yield WORK, self.flash.helper_ipc_s
             conn.server = AT_HELPER
             self.helper_queue.append(conn)
             self._start_helpers()
@@ -322,12 +338,13 @@ class Amped(Sped):
     def _start_helpers(self) -> None:
         while self.idle_helpers and self.helper_queue:
             conn = self.helper_queue.popleft()
-            file = self.file_of(conn)
+            file = file_of(conn)
+            assert file is not None  # only a miss of a named file goes to a helper
             if file in self.cache:  # read in meanwhile: the helper finds it in memory
                 self._answer(conn)
                 continue
             self.idle_helpers -= 1
-            self.storage.fetch(file, int(conn.reply_bytes), self._helper_done, conn)  # type: ignore[arg-type]
+            self.storage.fetch(file, int(conn.reply_bytes), self._helper_done, conn)
 
     def _helper_done(self, conn: Connection) -> None:
         """A helper's read is done: the file is in memory; the helper is free again."""
@@ -341,8 +358,8 @@ class Amped(Sped):
         if conn.state != CLOSED:
             self.readable(conn)
 
-    def handle(self, conn: Connection):  # type: ignore[no-untyped-def]
-        if conn.pending and conn.server is AT_HELPER:
+    def handle(self, conn: Connection) -> Steps:
+        if conn.pending and conn.server == AT_HELPER:
             return  # the request waits for its helper; end-of-file is handled after
         yield from super().handle(conn)
 
@@ -355,7 +372,7 @@ class _Worker(PoolWorker):
         self.file_read = False  # the current request's file has just come from disk
 
 
-class MultiProcess(_FileServing, WorkerPool):
+class MultiProcess(WorkerPool):
     """MP: a pool of processes with blocking I/O, scheduled by the kernel on one CPU."""
 
     name = "flash-mp"
@@ -363,20 +380,32 @@ class MultiProcess(_FileServing, WorkerPool):
 
     def __init__(self, host: WorkerWiring, params: FlashParams, policy: AcceptPolicy) -> None:
         super().__init__(host, params, policy)
-        self._setup_files(params, host.env, host.client)
+        self.flash = params
+        self.files = FileServing(params, host.env, host.client, self.process_memory(params))
+        self.cache = self.files.cache
+        self.storage = self.files.storage
         if self.shared_cache:
             self._switch_s = params.thread_switch_s
             self.lock_s = params.cache_lock_s
         else:
             self._switch_s = params.process_switch_s
             self.lock_s = 0.0
-        self.runq: deque[_Worker] = deque()
-        self.accept_waiters: deque[_Worker] = deque(_Worker() for _ in range(params.workers))
+        self.runq: deque[PoolWorker] = deque()
+        self.accept_waiters: deque[PoolWorker] = deque(_Worker() for _ in range(params.workers))
         host.listen.on_queued = self._connection_queued
         self.start()
 
     def process_memory(self, params: FlashParams) -> float:
         return params.workers * params.process_bytes
+
+    def own_counters(self) -> dict[str, float]:
+        """The pool's and the files' counters (:meth:`FileServing.counters`)."""
+        out = super().own_counters()
+        out.update(self.files.counters())
+        return out
+
+    def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
+        return self.files.extras(diff, window)
 
     @property
     def work_queue_len(self) -> int:
@@ -384,7 +413,7 @@ class MultiProcess(_FileServing, WorkerPool):
         return len(self.runq)
 
     # -- the kernel wakes blocked processes -------------------------------------------
-    def make_runnable(self, w: _Worker) -> None:  # type: ignore[override]
+    def make_runnable(self, w: PoolWorker) -> None:
         self.runq.append(w)
         self.cpu.wake()  # no effect if the task is running
 
@@ -400,7 +429,7 @@ class MultiProcess(_FileServing, WorkerPool):
         self.make_runnable(w)
 
     # -- the pool's hooks (models.servers.pool) -----------------------------------------------
-    def next_worker(self) -> _Worker | None:
+    def next_worker(self) -> PoolWorker | None:
         if self.runq:
             return self.runq.popleft()
         if self.accept_waiters and self.listen_ready():
@@ -410,19 +439,20 @@ class MultiProcess(_FileServing, WorkerPool):
     def switch_s(self, w: PoolWorker) -> float:
         return self._switch_s
 
-    def block_in_accept(self, w: _Worker) -> None:  # type: ignore[override]
+    def block_in_accept(self, w: PoolWorker) -> None:
         self.accept_waiters.append(w)
 
-    def serve(self, w: _Worker, conn: Connection):  # type: ignore[no-untyped-def,override]
+    def serve(self, w: PoolWorker, conn: Connection) -> Generator[Any, Any, int]:
         """A request: look its file up (a miss blocks in read() until the disk delivers),
         then reply."""
         if not conn.pending:
             return 0
         costs = self.costs
-        p = self.params
-        file = self.file_of(conn)
-        if w.file_read:
-            w.file_read = False
+        p = self.flash
+        file = file_of(conn)
+        worker = cast(_Worker, w)
+        if worker.file_read:
+            worker.file_read = False
             yield WORK, p.read_per_byte_s * conn.reply_bytes
         elif file is not None:
             if self.lock_s:
