@@ -97,7 +97,7 @@ class ResponseTimes:
         n = len(times)
         if n <= self.threshold:
             return False
-        arr = np.asarray(times, dtype=float)
+        arr = np.fromiter(times, float, n)
         counts = _bin_counts(arr)
         self.counts = counts if self.counts is None else self.counts + counts
         self.folded += n
@@ -120,7 +120,7 @@ class ResponseTimes:
         times = self.client.response_times
         if self.counts is None:
             return summary_ms(times)
-        rest = np.asarray(times, dtype=float)
+        rest = np.fromiter(times, float, len(times))
         counts = self.counts + _bin_counts(rest) if len(rest) else self.counts
         n = self.folded + len(rest)
         total = self.folded_sum + float(rest.sum())
