@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from acceptsim.models.client import _Uniforms
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import BLOCK, Cpu, Environment, interrupts
-from acceptsim.sim.engine import SIFTED_HEAP, DelayLine, Entry
+from acceptsim.sim.engine import POSTED, SIFTED_HEAP, DelayLine, Entry
 from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 
@@ -182,6 +182,17 @@ def test_a_finished_run_leaves_no_large_cycle_for_the_collector() -> None:
     assert record["drops_per_s"]["total"] > 2000
     assert gc.collect() < 2000
 
+def _keep_a_cpu_busy(env: Environment) -> None:
+    """A CPU on ``env`` whose task works in 30-ms bursts for ever (the one-CPU loop)."""
+    cpu = Cpu(env, ["work"])
+
+    def task():  # type: ignore[no-untyped-def]
+        while True:
+            yield "work", 0.03
+
+    cpu.start(task())
+
+
 @pytest.mark.parametrize("with_cpu", [False, True])
 def test_recurring_calls_and_delay_lines_keep_the_order_of_plain_calls(with_cpu: bool) -> None:
     """A recurring callback and delay lines (whose heads take their fired
@@ -195,13 +206,7 @@ def test_recurring_calls_and_delay_lines_keep_the_order_of_plain_calls(with_cpu:
         gaps = iter([rng.choice([0.25, 0.5, rng.random()]) for _ in range(400)])
         env = Environment()
         if with_cpu:
-            cpu = Cpu(env, ["work"])
-
-            def task():  # type: ignore[no-untyped-def]
-                while True:
-                    yield "work", 0.03
-
-            cpu.start(task())
+            _keep_a_cpu_busy(env)
         seen: list[tuple[float, str, int]] = []
         line = env.delay_line(0.25)
         count = iter(range(10**6))
@@ -234,6 +239,57 @@ def test_recurring_calls_and_delay_lines_keep_the_order_of_plain_calls(with_cpu:
     expected = order(fast=False)
     assert len(expected) > 200
     assert order(fast=True) == expected
+
+
+@pytest.mark.parametrize("with_cpu", [False, True])
+def test_posted_calls_keep_the_order_of_plain_calls_and_reuse_their_entries(
+    with_cpu: bool,
+) -> None:
+    """Calls posted (``Clock.post_in``, ``post_at``) happen at the instants and in the
+    order that plain calls scheduled at the same moments would, ties included, and their
+    entries are used again: the pool never holds more than were pending at once."""
+    import random
+
+    def order(posted: bool) -> tuple[list[tuple[float, str, int]], int, int]:
+        rng = random.Random(5)
+        env = Environment()
+        clock = env.clock
+        if with_cpu:
+            _keep_a_cpu_busy(env)
+        seen: list[tuple[float, str, int]] = []
+        count = iter(range(10**6))
+        made = 0
+        peak = 0  # the most posted calls pending at once
+        held: list[Entry] = []  # every posted entry seen pending (held: no id is reused)
+
+        def hop(i: int) -> None:
+            nonlocal made, peak
+            pending = [e for e in clock.heap if e.kind == POSTED]
+            peak = max(peak, len(pending))
+            held.extend(pending)
+            seen.append((env.now, "hop", i))
+            for _ in range(2 if i % 3 == 0 and made < 400 else 1):
+                made += 1
+                delay = rng.choice([0.0, 0.25, 0.5, rng.random()])
+                if posted and i % 2:
+                    clock.post_at(env.now + delay, hop, next(count))
+                elif posted:
+                    clock.post_in(delay, hop, next(count))
+                else:
+                    env.call_in(delay, hop, next(count))
+
+        for k in range(5):
+            env.call_at(0.5 * k, hop, next(count))
+        env.run(until=60)
+        return seen, len({id(e) for e in held}), peak
+
+    expected, _, _ = order(posted=False)
+    got, entries, peak = order(posted=True)
+    assert len(expected) > 300
+    assert got == expected
+    # the entries of hundreds of calls: no more than were ever pending at once (and
+    # the two a call may post before the next count)
+    assert entries <= peak + 2 and len(got) > 3 * entries, (entries, peak, len(got))
 
 
 def test_a_recurring_call_rejects_a_negative_first_delay() -> None:

@@ -570,7 +570,7 @@ class Client:
     def syn_ack(self, conn: Connection) -> None:
         """The server queued the request and sent a SYN-ACK (now)."""
         if conn.client_dead:  # a closed-loop user gave it up: its kernel answers with a RST
-            self.clock.call_in(self.rtt, self._kernel_reset, conn)
+            self.clock.post_in(self.rtt, self._kernel_reset, conn)
             return
         # a first SYN sent by connect() over loopback: the whole handshake runs in that
         # system call (:meth:`handshake_in_connect`), so the ACK reaches the listener now
@@ -582,7 +582,7 @@ class Client:
             # handshake, and in that turn httperf's timer check comes before it sees the
             # socket writable, so it closes the connection without a request
             self._lan.put(self._kernel_bare_ack, conn)  # its FIN follows its ACK
-            self.clock.call_at(max(conn.deadline + self.owd, self.clock.now + self.rtt),
+            self.clock.post_at(max(conn.deadline + self.owd, self.clock.now + self.rtt),
                                self._close_unused, conn)
             self.resolve(conn, TIMED_OUT, conn.deadline)
             return
@@ -621,10 +621,10 @@ class Client:
             self.requests += 1
         if in_connect:  # and the request, written on loopback, is received as it is sent
             self._kernel_bare_ack(conn)
-            self.clock.call_at(sent, self._kernel_first_request, conn)
+            self.clock.post_at(sent, self._kernel_first_request, conn)
             return
         self._lan.put(self._kernel_bare_ack, conn)
-        self.clock.call_at(sent + self.owd, self._kernel_first_request, conn)
+        self.clock.post_at(sent + self.owd, self._kernel_first_request, conn)
 
     def _close_unused(self, conn: Connection) -> None:
         """httperf's close of a connection it never used (:meth:`syn_ack`) reaches the
@@ -713,7 +713,7 @@ class Client:
         if not streamed:
             late = self.tx.whole(conn)
             if late > 0.0:  # its frame waits on its link behind earlier ones
-                self.clock.call_in(late, self._line_reply, conn)
+                self.clock.post_in(late, self._line_reply, conn)
                 return
         now = self.clock.now
         received = now + self.owd
@@ -726,7 +726,7 @@ class Client:
                 if fin_at <= now:
                     self._kernel_fin(conn)
                 else:
-                    self.clock.call_at(fin_at, self._kernel_fin, conn)
+                    self.clock.post_at(fin_at, self._kernel_fin, conn)
             return
         self.replies_total += 1
         if received - conn.request_sent_at > self.slow_bound_s:
@@ -763,7 +763,7 @@ class Client:
             if conn.request_sent_at >= self.window_start:
                 self.requests += 1
             if think > 0.0:
-                self.clock.call_in(self.rtt + think, self._kernel_request, conn)
+                self.clock.post_in(self.rtt + think, self._kernel_request, conn)
             else:
                 self._lan.put(self._kernel_request, conn)
             return
@@ -781,7 +781,7 @@ class Client:
         if not self._reacts:
             self._lan.put(self._kernel_fin, conn)
         else:  # httperf closes the socket when its loop has read the reply
-            self.clock.call_in(self.rtt + self.reaction_delay(), self._kernel_fin, conn)
+            self.clock.post_in(self.rtt + self.reaction_delay(), self._kernel_fin, conn)
 
     # -- outcomes ---------------------------------------------------------------------
     def resolve(self, conn: Connection, outcome: str, at: float) -> None:

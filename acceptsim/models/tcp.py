@@ -229,10 +229,10 @@ class SendPath:
             # ACKs: one per `every` segments; a write's odd tail is ACKed when read,
             # except at the end of the reply, where it rides on the client's next segment
             acks = segs // every if left == 0 else (segs + every - 1) // every
-            self.clock.call_at(leaves + 2.0 * self.owd, self._acked, _Write(conn, nbytes, acks))
+            self.clock.post_at(leaves + 2.0 * self.owd, self._acked, _Write(conn, nbytes, acks))
         if left == 0:
             if leaves > now:
-                self.clock.call_at(leaves, self._delivered, conn)
+                self.clock.post_at(leaves, self._delivered, conn)
             else:
                 self.client.reply(conn, True)
             return True

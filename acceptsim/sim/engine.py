@@ -78,6 +78,9 @@ LINE: Final = 2
 LANE: Final = 3
 #: a SimPy event (``value``): run its callbacks
 EVENT: Final = 4
+#: call ``fn(value)``, as :data:`CALL`, from an entry nobody else holds
+#: (:meth:`Clock.post_in`): once called, it goes back to its clock's pool for the next
+POSTED: Final = 5
 
 
 class Entry:
@@ -85,7 +88,8 @@ class Entry:
     the sequence number ``seq`` that orders entries of one instant and priority
     in the order they were scheduled; entries compare as SimPy's
     ``(time, priority, sequence)`` tuples do.  ``kind`` says what happens then
-    (:data:`CALL`, :data:`RECURRING`, :data:`LINE`, :data:`LANE`, :data:`EVENT`),
+    (:data:`CALL`, :data:`POSTED`, :data:`RECURRING`, :data:`LINE`, :data:`LANE`,
+    :data:`EVENT`),
     with ``fn``, ``value`` and ``owner``.
 
     One class for every kind: the compiled build then checks an entry's type by
@@ -237,12 +241,15 @@ class Clock:
     attributes of the SimPy environment are look-ups in a dictionary.
     """
 
-    __slots__ = ("now", "heap", "seq")
+    __slots__ = ("now", "heap", "seq", "pool")
 
     def __init__(self, now: float) -> None:
         self.now = now
         self.heap: list[Entry] = []
         self.seq = 0
+        #: entries of :data:`POSTED` calls already made, for the next ones (an entry used
+        #: again costs less than one made and freed, and these calls are a run's commonest)
+        self.pool: list[Entry] = []
 
     def push(self, entry: Entry, at: float) -> None:
         """Put ``entry`` on the heap at instant ``at`` with the next sequence number."""
@@ -263,6 +270,28 @@ class Clock:
     def call_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> Entry:
         """Call ``fn(value)`` at the absolute time ``at`` (not in the past)."""
         return self.call_in(at - self.now, fn, value)
+
+    def post_in(self, delay: float, fn: Callable[[Any], None], value: Any = None) -> None:
+        """Call ``fn(value)`` after ``delay`` seconds, as :meth:`call_in` does (the same
+        instant and order), for a call nobody will move or cancel: its entry is not
+        returned, and is used again once the call is made."""
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        pool = self.pool
+        if pool:
+            call = pool.pop()
+            call.t = self.now + delay
+            call.seq = self.seq
+            call.fn = fn
+            call.value = value
+        else:
+            call = Entry(self.now + delay, NORMAL, self.seq, POSTED, fn, value)
+        self.seq += 1
+        heap_push(self.heap, call)
+
+    def post_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
+        """:meth:`post_in` at the absolute time ``at`` (not in the past)."""
+        self.post_in(at - self.now, fn, value)
 
 
 #: a delay line's pending call: (instant, fn, value)
@@ -434,6 +463,7 @@ class Environment(simpy.Environment):
         by scanning every object in it.  Dropped here, nearly all of it is freed at once
         by reference counting."""
         self.clock.heap.clear()
+        self.clock.pool.clear()
         for line in self._delay_lines:
             line.queue.clear()
         for lane in self._timer_lanes:
@@ -703,6 +733,16 @@ def fire(clock: Clock, entry: Entry) -> None:
     the heap (or move it to its next instant) and do what its kind says."""
     heap = clock.heap
     kind = entry.kind
+    if kind == POSTED:  # the call, its entry back in the pool first (the call may post)
+        heap_pop(heap)
+        posted = entry.fn
+        assert posted is not None
+        value = entry.value
+        entry.fn = None
+        entry.value = None
+        clock.pool.append(entry)
+        posted(value)
+        return
     if kind == LINE:
         line: DelayLine = entry.owner
         line.fire()
