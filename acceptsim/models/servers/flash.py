@@ -158,16 +158,17 @@ class FileServing:
         if params.warm_cache and popular is not None:
             self.storage.warm(popular)
 
-    def counters(self) -> dict[str, float]:
-        """The cache's hits and misses, reads joined to one under way, the disk's reads
-        and busy time (cumulative)."""
-        return {
+    def counters(self, server: dict[str, float]) -> dict[str, float]:
+        """``server``'s own counters, with the cache's hits and misses, reads joined to one
+        under way, the disk's reads and busy time (cumulative) after them."""
+        server.update({
             "cache_hits": self.cache.hits,
             "cache_misses": self.cache.misses,
             "reads_joined": self.storage.joined,
             "disk_reads": self.disk.reads,
             "disk_busy_time": self.disk.busy_time,
-        }
+        })
+        return server
 
     def extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         """``files``: the cache's hit ratio and size, the disk's reads/s and busy share."""
@@ -208,10 +209,7 @@ class Sped(Userver):
         return 0.0
 
     def own_counters(self) -> dict[str, float]:
-        """The files' counters (:meth:`FileServing.counters`)."""
-        out = super().own_counters()
-        out.update(self.files.counters())
-        return out
+        return self.files.counters(super().own_counters())
 
     def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         return self.files.extras(diff, window)
@@ -399,10 +397,7 @@ class MultiProcess(WorkerPool):
         return params.workers * params.process_bytes
 
     def own_counters(self) -> dict[str, float]:
-        """The pool's and the files' counters (:meth:`FileServing.counters`)."""
-        out = super().own_counters()
-        out.update(self.files.counters())
-        return out
+        return self.files.counters(super().own_counters())  # the pool's, then the files'
 
     def result_extras(self, diff: ServerCounters, window: float) -> dict[str, Any]:
         return self.files.extras(diff, window)
