@@ -136,3 +136,20 @@ def test_at_one_connection_the_mean_prediction_is_within_10_percent_of_the_repea
         measured = statistics.fmean(run.record()["reply_rate_per_s"] for run, _ in group)
         predicted = statistics.fmean(rate for _, rate in group)
         assert predicted == pytest.approx(measured, rel=0.10), (measured, predicted)
+
+
+@pytest.mark.slow
+def test_keepalives_gain_at_4_connections_on_the_repeats_means_is_the_models() -> None:
+    """Keep-alive's gain at 4 connections on one worker, on the means of six repeats:
+    1.92 measured (5,894/s over 3,074), 1.75 predicted, within the 15% the gain is held to
+    from 16 connections up.  nginx-wrk's two repeats gave 2.28, its runs without
+    keep-alive (2,691 and 2,134/s) both below the six here (2,645-3,316); the strict xfail
+    there keeps its numbers."""
+    means = {}
+    for group in predicted_points(4):
+        keepalive = group[0][0].info.load.keepalive
+        means[keepalive] = (statistics.fmean(run.record()["reply_rate_per_s"] for run, _ in group),
+                            statistics.fmean(rate for _, rate in group))
+    measured = means[True][0] / means[False][0]
+    predicted = means[True][1] / means[False][1]
+    assert measured > 1.5 and predicted == pytest.approx(measured, rel=0.15), (measured, predicted)
