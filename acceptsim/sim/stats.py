@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy import stats as _scipy_stats
 
 from acceptsim.sim.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: confidence level of every interval unless a caller asks for another
 CONFIDENCE = 0.95
@@ -77,7 +79,9 @@ def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE
     if n == 1:
         return Interval(mean, math.nan, 1, confidence)
     sd = float(arr.std(ddof=1))
-    t = float(_scipy_stats.t.ppf(0.5 + confidence / 2, n - 1))
+    from scipy import stats  # on demand: a run that asks for no interval starts fast
+
+    t = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
     return Interval(mean, t * sd / math.sqrt(n), n, confidence)
 
 
@@ -94,6 +98,8 @@ def summarise(
     ``<metric>.ci_half_width``, ``<metric>.ci_low``, ``<metric>.ci_high``.
     Groups keep the order in which they first appear in ``frame``.
     """
+    import pandas as pd  # its caller holds a frame, so it is loaded already
+
     rows = []
     groups = frame.groupby(list(by), sort=False, dropna=False) if by else [((), frame)]
     for key, group in groups:
