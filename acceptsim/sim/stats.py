@@ -26,7 +26,7 @@ import numpy as np
 from acceptsim.sim.errors import ConfigError
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas
 
 #: confidence level of every interval unless a caller asks for another
 CONFIDENCE = 0.95
@@ -86,11 +86,11 @@ def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE
 
 
 def summarise(
-    frame: pd.DataFrame,
+    frame: pandas.DataFrame,
     by: Sequence[str],
     metrics: Sequence[str],
     confidence: float = CONFIDENCE,
-) -> pd.DataFrame:
+) -> pandas.DataFrame:
     """One row per group of ``by`` (a configuration): for each metric its mean,
     CI half-width and bounds over the group's rows (its replications).
 
