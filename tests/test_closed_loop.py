@@ -120,3 +120,40 @@ def test_the_command_line_takes_a_concurrency_instead_of_a_rate() -> None:
     assert both.returncode != 0 and "--rate" in both.stderr and "Traceback" not in both.stderr
     neither = run("--duration", "0.5")
     assert neither.returncode != 0 and "--concurrency" in neither.stderr
+
+
+def test_a_closed_loop_starts_at_a_random_instant_of_the_kernels_timer_cycle() -> None:
+    """All users connect at once, and where that instant falls on the kernel's timer grid
+    decides the first connections' fate, so it is drawn from the seed, uniformly over the
+    grid's longest cycle: the wheel's first level above a tick (8 ticks of 4 ms on the modern
+    kernel), or a longer CFS period.  The same seed gives the same start; the window, the
+    series and the run's end count from it.  An open loop starts at 0."""
+    base = {"server": "userver", "concurrency": 8, "duration_s": 0.3, "warmup_s": 0.0,
+            "kernel": "linux-modern"}
+    starts = np.array([Host(RunConfig.from_dict({**base, "seed": s})).origin
+                       for s in range(1, 61)])
+    cycle = 0.004 * 2**3
+    assert ((starts >= 0.0) & (starts < cycle)).all()
+    assert stats.kstest(starts / cycle, "uniform").pvalue > 1e-3
+    assert Host(RunConfig.from_dict({**base, "seed": 1})).origin == starts[0]
+    period = 0.1  # a CFS period longer than the wheel's bucket: the start spans it
+    quota = np.array([Host(RunConfig.from_dict({**base, "seed": s, "cpu_quota": 0.5,
+                                                "cpu_period_s": period})).origin
+                      for s in range(1, 61)])
+    assert quota.max() < period and quota.max() > cycle
+    assert Host(RunConfig.from_dict({**base, "concurrency": 0, "rate_per_s": 100.0})).origin == 0
+
+    host = Host(RunConfig.from_dict({**base, "seed": 7, "timeseries_interval_s": 0.1,
+                                     "series_interval_s": 0.1}))
+    record = host.run()
+    start = record["client_start_s"]
+    assert start == host.origin > 0.0
+    assert host.env.now == pytest.approx(start + 0.3)  # the run ends a duration after it
+    series = record["timeseries"]
+    assert series["time_s"] == pytest.approx([0.1, 0.2, 0.3])
+    # every reply of the window is in one of the series' intervals, and the first
+    # interval has replies: it begins at the start, not at time 0
+    assert sum(record["replies_per_interval"]) == record["httperf"]["replies"]
+    assert record["replies_per_interval"][0] > 0
+    open_loop = run_point(RunConfig.from_dict({**base, "concurrency": 0, "rate_per_s": 100.0}))
+    assert "client_start_s" not in open_loop

@@ -289,6 +289,10 @@ class Client:
         )
         self.reaction_delays = 0.0  # sum over the window, with their count
         self.reactions = 0
+        #: when the clients start (s), set by the run before it starts: a closed loop's
+        #: users all connect at once, and where that falls on the kernel's timer grid
+        #: decides the fate of the first connections (:class:`acceptsim.models.host.Host`)
+        self.start_s = 0.0
         # measurement window, set by the run before it starts
         self.window_start = 0.0
         self.window_end = float("inf")
@@ -361,27 +365,32 @@ class Client:
         self._in_connect = True
 
     def record_series(self, interval_s: float, duration_s: float) -> None:
-        """Also count replies per ``interval_s`` from time 0 to ``duration_s``."""
+        """Also count replies per ``interval_s`` over ``duration_s`` from the clients'
+        start (:attr:`start_s`)."""
         self.series_interval_s = interval_s
         self.series = [0] * max(1, int(duration_s / interval_s + 1e-9))
 
     # -- connection starts ------------------------------------------------------
     def start(self) -> None:
+        """Schedule the first connections, from :attr:`start_s` on."""
         if self._users and self._connect_threads and self._connect_s > 0.0:
             # wrk: thread t opens users t, t + T, ... one connect after another, and starts
             # its event loop (the first requests) when its last connect is done
             threads = self._connect_threads
             for i in range(self._users):
-                self.clock.call_at(self.owd + self._connect_s * float(i // threads),
+                self.clock.call_at(self.start_s + self.owd + self._connect_s * float(i // threads),
                                    self._arrival)
-            self._first_request_at = self._connect_s * float(-(-self._users // threads))
+            self._first_request_at = (
+                self.start_s + self._connect_s * float(-(-self._users // threads))
+            )
             return
         if self._users:  # a closed loop: every user connects at once, a round trip apart
             for i in range(self._users):
-                self.clock.call_at(self.owd + self.rtt * i / self._users, self._arrival)
+                self.clock.call_at(self.start_s + self.owd + self.rtt * i / self._users,
+                                   self._arrival)
             return
         # each arrival draws the gap to the next before it runs
-        self.env.call_recurring(self._gap() + self.owd, self._gap, self._arrival)
+        self.env.call_recurring(self.start_s + self._gap() + self.owd, self._gap, self._arrival)
 
     def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server (or, with httperf's processes
@@ -732,7 +741,7 @@ class Client:
         if received - conn.request_sent_at > self.slow_bound_s:
             self.slow_replies_total += 1
         if self.series is not None:
-            slot = int(received / self.series_interval_s)
+            slot = int((received - self.start_s) / self.series_interval_s)
             if slot < len(self.series):
                 self.series[slot] += 1
         if self.window_start <= received <= self.window_end:

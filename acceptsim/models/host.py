@@ -27,6 +27,29 @@ from acceptsim.sim.engine import Environment
 from acceptsim.sim.streams import Streams
 
 
+def start_phase(config: RunConfig, streams: Streams) -> float:
+    """When a run's clients start (s after time 0, where the kernel's clocks start).
+
+    A closed loop's users all connect at once, and the fate of those first connections
+    is set by where that instant falls on the host kernel's timer grid: which scheduler
+    tick and CFS period the burst meets, and on which tick the SYNs it loses are
+    retransmitted (the wheel's first level above a tick gathers them, ``client_timer_tick_s``
+    x 2 ** ``client_timer_wheel_shift``).  A real client starts at an arbitrary instant of
+    that grid, so the start is drawn uniformly over its longest cycle (that bucket, the
+    scheduler tick, the CFS period) from the run's seed (stream ``"client_start"``); at 0,
+    on every grid line at once, the model met one particular alignment in every run.  An
+    open loop starts at 0: its first connection's instant is drawn already.
+    """
+    if not config.concurrency:
+        return 0.0
+    kernel = config.kernel
+    cycle = max(kernel.client_timer_tick_s * float(2**kernel.client_timer_wheel_shift),
+                kernel.sched_tick_s, config.cpu_period_s if config.cpu_quota else 0.0)
+    if cycle <= 0.0:
+        return 0.0
+    return float(streams.generator("client_start").uniform(0.0, cycle))
+
+
 class Host:
     """The model of one run, built from a :class:`~acceptsim.models.config.RunConfig` and
     not yet run."""
@@ -100,8 +123,13 @@ class Host:
         self.bound = self.workers[0].policy
         if config.idle_connections:
             self.server.adopt_idle(config.idle_connections)
-        self.client.window_start = config.warmup_s
-        self.client.window_end = config.duration_s
+        #: when the clients start (s): a closed loop at a random instant of the kernel's
+        #: timer cycle (:func:`start_phase`); the window, the series and the run's end
+        #: count from there
+        self.origin = start_phase(config, streams)
+        self.client.start_s = self.origin
+        self.client.window_start = self.origin + config.warmup_s
+        self.client.window_end = self.origin + config.duration_s
         if config.series_interval_s > 0:
             self.client.record_series(config.series_interval_s, config.duration_s)
         self._start: dict[str, Any] = {}
@@ -115,7 +143,8 @@ class Host:
             self.timeseries = TimeSeries(
                 env, self.client, self.bound,
                 None if config.concurrency else config.rate_per_s,
-                config.timeseries_interval_s, config.duration_s, latency=self.latency,
+                config.timeseries_interval_s, self.origin + config.duration_s,
+                latency=self.latency, start_s=self.origin,
             )  # fmt: skip
         else:
             self.latency.start_timer(env)
@@ -154,10 +183,11 @@ class Host:
         config = self.config
         client = self.client
         client.start()
-        self.env.call_at(config.warmup_s, lambda _: self._start.update(self.snapshot()))
+        self.env.call_at(self.origin + config.warmup_s,
+                         lambda _: self._start.update(self.snapshot()))
         cpu_started = time.process_time()
         advance(
-            self.env, config.duration_s, progress=progress, slices=slices,
+            self.env, self.origin + config.duration_s, progress=progress, slices=slices,
             attempts=lambda: estimate_work(config).attempts,
             started=lambda: client.connections_started,
         )  # fmt: skip

@@ -339,6 +339,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("keepalive", "", "whether the closed loop's users keep their connections (with "
            "concurrency > 0)", "config", lambda w: w.host.config.keepalive,
            present=_closed_loop),
+    Metric("client_start_s", "s", "when the closed loop's users connected, drawn from the "
+           "seed over the kernel's timer cycle (models.host.start_phase); the window, the "
+           "series and the run's end count from it (with concurrency > 0)", "client",
+           lambda w: w.host.origin, present=_closed_loop),
     Metric("wrk_latency_ms", "ms", "the replies' response times as wrk 4.1 reports them "
            "(with client = wrk): mean, p50, p75, p90, p99 and max after its "
            "coordinated-omission correction, times at or past its --timeout (timeout_s) "

@@ -59,12 +59,15 @@ class TimeSeries:
     def __init__(
         self, env: Environment, client: Client, bound: Any, rate_per_s: float | None,
         interval_s: float, end_s: float, latency: ResponseTimes | None = None,
+        start_s: float = 0.0,
     ) -> None:  # fmt: skip
         """``bound``: the policy as the server bound it (its live ``view`` of the server,
         its ``last_limit`` and ``last_budget_s``); ``rate_per_s``: the target rate when
         the client has no rate profile (None: a closed loop, which has none);
         ``latency``: the client's response times, which each sample folds once it has
-        read its interval's (:meth:`~acceptsim.models.latency.ResponseTimes.fold`)."""
+        read its interval's (:meth:`~acceptsim.models.latency.ResponseTimes.fold`);
+        ``start_s``: the series' time 0, the clients' start (its first sample is due an
+        interval later, and each row's ``time_s`` counts from it)."""
         self.latency = latency
         self.env = env
         self.client = client
@@ -81,7 +84,7 @@ class TimeSeries:
         #: when the series started, and the samples taken: sample k is due at start +
         #: k x interval (not at a sum of intervals, whose rounding could push the last one
         #: past the run's end)
-        self._start = env.now
+        self._start = start_s
         self._taken = 0
         #: the CFS limits (one per worker's cgroup, or one shared: each once) and the CPUs
         #: whose tasks they limit; none without a CPU quota
@@ -182,7 +185,8 @@ class TimeSeries:
         else:  # no CPU quota: these do not apply
             periods = throttled_ms = usage_ms = None
         row = (
-            now, target, (replies - last[0]) / interval, (drops - last[1]) / interval,
+            now - self._start, target, (replies - last[0]) / interval,
+            (drops - last[1]) / interval,
             (accepts - last[2]) / interval, (phases - last[3]) / interval,
             view.accept_queue_len, view.syn_queue_len, view.work_queue_len,
             view.open_connections, finite_or_none(self.bound.last_limit),
