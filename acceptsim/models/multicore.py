@@ -89,16 +89,17 @@ class SharedListen:
     wake-up rule to every connection queued, and hands data on a connection to the
     worker that accepted it."""
 
-    def __init__(self, listen: ListenSocket, workers: list[Any], wakeup: str) -> None:
+    def __init__(self, listen: ListenSocket, workers: list[Server], wakeup: str) -> None:
         self.listen = listen
         #: the workers' entries in the socket's wait queue, in its order
-        self.workers = list(workers)
+        self.workers: list[Server] = list(workers)
         self.wakeup = wakeup
         #: workers blocked in accept(), longest waiting first (the ``blocking`` rule)
         self.waiters: deque[Any] = deque()
         #: the accept mutex (the ``mutex`` rule)
         self.mutex = AcceptMutex() if wakeup == WAKE_MUTEX else None
-        for w in workers:
+        for worker in workers:
+            w: Any = worker  # (the hooks of the servers that have them)
             if wakeup == WAKE_BLOCKING:
                 w.share_waiters(self.waiters)
             if hasattr(w, "reorder"):  # a server that re-adds the socket (nginx)
@@ -107,7 +108,7 @@ class SharedListen:
         listen.app = self  # type: ignore[assignment]
         listen.on_queued = self.queued
 
-    def move_to_tail(self, worker: Any) -> None:
+    def move_to_tail(self, worker: Server) -> None:
         """``worker`` removed the socket from its epoll set and added it again: its entry
         is now the wait queue's last, and the socket is on its ready list again if a
         connection is queued (an ADD polls the socket)."""
@@ -143,7 +144,8 @@ class SharedListen:
                     cpu.wake()
         elif wakeup == WAKE_MUTEX:  # every worker whose set holds the socket
             for w in self.workers:
-                if w.watching:
+                nginx: Any = w  # (a server with the accept mutex: nginx's own field)
+                if nginx.watching:
                     w.acceptor.notified = True
                     cpu = w.cpu
                     if cpu.asleep():

@@ -170,6 +170,10 @@ class AcceptPhase:
         self.listen: ListenSocket = server.listen
         #: the accept-limit of the phase under way
         self.limit = 0.0
+        #: the listening socket is on the worker's ready list (a worker sharing it:
+        #: :class:`SharedAcceptPhase`; declared here, so that the wake-up rule of a shared
+        #: socket sets it on any worker's accept phase as a native field)
+        self.notified = False
         #: the connections the phase under way has accepted
         self.accepted = 0
         #: accept phases that accepted at least one connection (cumulative, as below)
@@ -260,8 +264,6 @@ class SharedAcceptPhase(AcceptPhase):
 
     def __init__(self, server: Server, accept_burst: object, failed_burst: object) -> None:
         super().__init__(server, accept_burst, failed_burst)
-        #: the listening socket is on this worker's ready list
-        self.notified = False
         #: the worker's last getevents reported the socket, and no phase has acted on it
         self.reported = False
         self.after: Any = None

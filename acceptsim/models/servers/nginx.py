@@ -114,12 +114,24 @@ class Nginx(Userver):
         #: (set by the socket's rule, acceptsim.models.multicore)
         self.reorder: Any = None
         super().__init__(host, params, policy)
+        # read once, as native fields: the parameters and costs are plain dataclasses,
+        # each of whose reads is a dictionary look-up on the hot path
+        costs = self.costs
+        self.epoll_events: int = params.epoll_events
+        self.epoll_base_s: float = costs.epoll_base_s
+        self.epoll_per_event_s: float = costs.epoll_per_event_s
+        self.wakeup_s: float = costs.wakeup_s
+        self.epoll_ctl_s: float = costs.epoll_ctl_s
+        #: accept events between two re-adds of the shared socket (nginx's own parameter:
+        #: read with the rule that uses it)
+        self.reorder_every: int = (
+            params.reorder_accept_every if self.wakeup == WAKE_EXCLUSIVE else 0
+        )
         if isinstance(self.acceptor, SharedAcceptPhase):
             self.acceptor.after = self.after_accept_phase
 
     def getevents(self):  # type: ignore[no-untyped-def]
         """``epoll_wait``: sleep until something is ready; pay per event returned."""
-        costs = self.costs
         held = False
         if self.mutex is not None:
             held = self.try_accept_mutex()
@@ -136,12 +148,13 @@ class Nginx(Userver):
             yield BLOCK
         self._wait_id += 1  # the capped wait, if any, is over
         # the events it returns, at most epoll_events (those ready while it ran come too)
-        cap = self.params.epoll_events - (1 if self.listen_ready() else 0)
-        events = min(len(self.ready), cap) + (1 if self.listen_ready() else 0)
-        cost = costs.epoll_base_s + costs.epoll_per_event_s * events
+        listening = 1 if self.listen_ready() else 0
+        cap = self.epoll_events - listening
+        events = min(len(self.ready), cap) + listening
+        cost = self.epoll_base_s + self.epoll_per_event_s * events
         if slept:  # the switch out, the wake-up and the switch back in, on a CPU that
             # stood idle meanwhile (unless another worker's task ran on it)
-            cost += costs.wakeup_s + self.cpu.cold_cost(self.cpu.idle_since(asleep_at))
+            cost += self.wakeup_s + self.cpu.cold_cost(self.cpu.idle_since(asleep_at))
             self.sleeps += 1
         if self.ctl_owed:
             cost += self.ctl_owed
@@ -193,13 +206,13 @@ class Nginx(Userver):
         if self.mutex.try_lock(self):
             if not self.watching:  # ngx_enable_accept_events: an ADD polls the socket
                 self.watching = True
-                self.acceptor.notified = bool(self.listen.accept_queue)  # type: ignore[attr-defined]
-                self.ctl_owed += self.costs.epoll_ctl_s
+                self.acceptor.notified = bool(self.listen.accept_queue)
+                self.ctl_owed += self.epoll_ctl_s
             return True
         if self.watching:  # ngx_disable_accept_events
             self.watching = False
-            self.acceptor.notified = False  # type: ignore[attr-defined]
-            self.ctl_owed += self.costs.epoll_ctl_s
+            self.acceptor.notified = False
+            self.ctl_owed += self.epoll_ctl_s
         return False
 
     def after_accept_phase(self, accepted: int) -> None:
@@ -212,13 +225,13 @@ class Nginx(Userver):
             return
         if self.reorder is None or self.wakeup != WAKE_EXCLUSIVE:
             return
-        every = self.params.reorder_accept_every
+        every = self.reorder_every
         if every:
             reorder = self.accept_events % every == 0 or self.accept_disabled > 0
             self.accept_events += 1
             if reorder:  # ngx_reorder_accept_events: DEL, then ADD at the tail
                 self.reorder(self)
-                self.ctl_owed += 2 * self.costs.epoll_ctl_s
+                self.ctl_owed += 2 * self.epoll_ctl_s
 
 
 #: nginx's own default of ``multi_accept`` (off: one accept per readiness of the listening
