@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from mypy_extensions import mypyc_attr
+from mypy_extensions import mypyc_attr, trait
 
 from acceptsim.models.connection import (
     ACCEPTED,
@@ -281,14 +281,19 @@ class ListenPath(Protocol):
     def reset(self, conn: Connection) -> None: ...
 
 
-class Application(Protocol):
-    """What the listen path tells the server application."""
+@trait
+@mypyc_attr(allow_interpreted_subclasses=True)  # (servers a user writes in Python)
+class Application:
+    """What the listen path tells the server application: a server model, or the rule of
+    a socket its workers share.  A native trait, so that the kernel's calls of these,
+    several per connection, are native calls in the compiled build."""
 
     def accept_ready(self) -> None:
         """The accept queue went from empty to non-empty."""
 
     def readable(self, conn: Connection) -> None:
         """Data or end-of-file arrived on an accepted connection."""
+        raise NotImplementedError
 
 
 class ListenSocket:

@@ -55,7 +55,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from acceptsim.models import policies
-from acceptsim.models.kernel import REUSEPORT_SECRET, ListenSocket, flow_hash
+from acceptsim.models.kernel import REUSEPORT_SECRET, Application, ListenSocket, flow_hash
 from acceptsim.models.servers.base import (
     WAKE_ALL,
     WAKE_ALONE,
@@ -84,7 +84,7 @@ LAYOUTS = ("shared", "reuseport")
 SOFTIRQ = ("rss", "cpu0")
 
 
-class SharedListen:
+class SharedListen(Application):
     """The application side of a listening socket its workers share: it applies the
     wake-up rule to every connection queued, and hands data on a connection to the
     worker that accepted it."""
@@ -105,7 +105,7 @@ class SharedListen:
             if hasattr(w, "reorder"):  # a server that re-adds the socket (nginx)
                 w.reorder = self.move_to_tail
                 w.mutex = self.mutex
-        listen.app = self  # type: ignore[assignment]
+        listen.app = self
         listen.on_queued = self.queued
 
     def move_to_tail(self, worker: Server) -> None:

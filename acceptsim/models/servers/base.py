@@ -33,6 +33,7 @@ from mypy_extensions import mypyc_attr
 
 from acceptsim.models import policies
 from acceptsim.models.connection import CLOSED, Connection
+from acceptsim.models.kernel import Application
 from acceptsim.sim.cpu import INF, Task
 
 #: the CPU category of accept() calls, for every server
@@ -333,7 +334,7 @@ class ServerCounters:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class Server:
+class Server(Application):
     """Base of the server models."""
 
     name = "server"
@@ -386,7 +387,7 @@ class Server:
         else:
             self.acceptor = AcceptPhase(self, (ACCEPT, accept_s), failed_burst)
             if self.wakeup == WAKE_ALONE:  # else the socket's workers' rule tells it
-                self.listen.app = self  # type: ignore[assignment]
+                self.listen.app = self
         self.cpu.start(self.run())
 
     def run(self) -> Task:

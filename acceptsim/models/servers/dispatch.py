@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 from mypy_extensions import mypyc_attr
 
 from acceptsim.models.connection import ACCEPTED, Connection
+from acceptsim.models.kernel import Application
 from acceptsim.models.servers.base import ServerCounters, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import ACCEPT, CATEGORIES, GETEVENTS, Userver, UserverParams
@@ -299,7 +300,7 @@ class EpollServer(DevPollServer):
         return self.params.epoll_wait_s
 
 
-class _SignalNotifier:
+class _SignalNotifier(Application):
     """The kernel's side of RT signals: turns socket events into queued signals."""
 
     def __init__(self, server: RtSignalServer) -> None:
