@@ -6,11 +6,17 @@ import pytest
 
 from acceptsim.models.connection import CLOSED, ESTABLISHED, SYN_RECV, SYN_SENT, Connection
 from acceptsim.models.costs import CLUSTER1
-from acceptsim.models.kernel import LINUX_24, LINUX_MODERN, KernelProfile, ListenSocket
+from acceptsim.models.kernel import (
+    LINUX_24,
+    LINUX_MODERN,
+    ClientSide,
+    KernelProfile,
+    ListenSocket,
+)
 from acceptsim.sim import Cpu, Environment
 
 
-class RecordingClient:
+class RecordingClient(ClientSide):
     """Stands in for the client machines: records what the server host sends them."""
 
     def __init__(self) -> None:

@@ -58,6 +58,7 @@ from mypy_extensions import mypyc_attr
 from acceptsim.models import arrivals
 from acceptsim.models.connection import SYN_RECV, SYN_SENT, Connection
 from acceptsim.models.costs import CLUSTER1
+from acceptsim.models.kernel import ClientSide
 from acceptsim.models.tcp import SendPath
 from acceptsim.models.workloads import Workload
 from acceptsim.sim.engine import DelayLine
@@ -163,7 +164,7 @@ class _Uniforms:
         return self._block[i]
 
 
-class Client:
+class Client(ClientSide):
     """All client machines together: one open-loop stream of connections."""
 
     def __init__(

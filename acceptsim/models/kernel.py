@@ -242,21 +242,28 @@ PROFILE_SUMMARIES = {
 DROP_KINDS: Final = ("syn_q_full", "accept_q_full", "drop_request", "listen_overflow")
 
 
-class ClientSide(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)  # (a test's stand-in)
+class ClientSide:
     """What the listen path sends the client machines (:class:`acceptsim.models.client.Client`;
-    a test may stand in for them)."""
+    a test may stand in for them).  A native base class, so that the kernel's calls of
+    these are native calls in the compiled build (a compiled trait, as
+    :class:`Application` is, cannot be a Python class's base)."""
 
     def syn_ack(self, conn: Connection) -> None:
         """The request was queued; its SYN-ACK is on its way."""
+        raise NotImplementedError
 
     def syn_dropped(self, conn: Connection) -> None:
         """The SYN was dropped (the client retransmits it, or gives up)."""
+        raise NotImplementedError
 
     def request_unacknowledged(self, conn: Connection) -> None:
         """The segment carrying the request overflowed: the client will retransmit it."""
+        raise NotImplementedError
 
     def check_client_gone(self, conn: Connection) -> None:
         """The server touches ``conn``: deliver the client's FIN if it has closed by now."""
+        raise NotImplementedError
 
 
 class ListenPath(Protocol):
@@ -315,11 +322,6 @@ class ListenSocket:
         self.profile = profile
         self.backlog = min(backlog, profile.somaxconn)
         self.client = client
-        # what the listen path tells the clients on every connection, bound once (the
-        # compiled build then calls them without looking each method up)
-        self._syn_ack: Callable[[Connection], None] = client.syn_ack
-        self._syn_dropped: Callable[[Connection], None] = client.syn_dropped
-        self._check_client_gone: Callable[[Connection], None] = client.check_client_gone
         self.app: Application | None = None
         #: the processors the kernel's per-packet work is spread over by the flow's hash
         #: (RSS/RPS: :meth:`spread_softirq`); empty: all of it runs on ``cpu``
@@ -419,12 +421,12 @@ class ListenSocket:
             if self.syn_len > self.max_syn_len:
                 self.max_syn_len = self.syn_len
         conn.cookie = cookie  # a cookie request keeps no state on the server
-        self._syn_ack(conn)
+        self.client.syn_ack(conn)
 
     def _drop_syn(self, conn: Connection) -> None:
         (self.cpu_of(conn) if self._rss else self.cpu).interrupt(self._rx_cost)
         conn.state = SYN_SENT
-        self._syn_dropped(conn)
+        self.client.syn_dropped(conn)
 
     def handshake_ack(self, conn: Connection) -> None:
         """The client's final ACK arrives, with its first request right behind it."""
@@ -598,5 +600,5 @@ class ListenSocket:
             return None
         conn = self._accept_popleft()
         conn.state = ACCEPTED
-        self._check_client_gone(conn)
+        self.client.check_client_gone(conn)
         return conn
