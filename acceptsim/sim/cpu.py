@@ -98,6 +98,11 @@ class Cpu:
         self.task_end = INF
         self._task: Task | None = None
         self._category: str | None = None
+        #: the account of the category last looked up by the event loop, kept while the
+        #: category repeats (:func:`acceptsim.sim.engine.step_task`: a server's bursts mostly
+        #: repeat one, and a look-up in the dictionary costs more than the rest of a burst)
+        self._account_category: str | None = None
+        self._account = Account()
         #: the CFS bandwidth limit of the task's cgroup, if any (:meth:`limit`), and the
         #: task's place in it (its index in ``Bandwidth.cpus``)
         self.bandwidth: Bandwidth | None = None

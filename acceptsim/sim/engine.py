@@ -723,7 +723,10 @@ def step_task(cpu: Cpu, task_end: float) -> None:
         return
     category, cost = cast("tuple[str, float]", item)
     cpu._category = category
-    cpu.task_time[category].used += cost
+    if category is not cpu._account_category:
+        cpu._account = cpu.task_time[category]
+        cpu._account_category = category
+    cpu._account.used += cost
     free = cpu.kernel_free_at
     cpu.task_end = (free if free > task_end else task_end) + cost
 
