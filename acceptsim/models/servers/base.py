@@ -249,7 +249,7 @@ class SharedAcceptPhase(AcceptPhase):
     workers through its own epoll (or select) set.
 
     The kernel tells a worker of a new connection only by putting the socket on its
-    ready list (:attr:`notified`): the wake-up walk over the workers does
+    ready list (:attr:`~AcceptPhase.notified`): the wake-up walk over the workers does
     (acceptsim.models.multicore: every worker with the ``all`` rule, the first asleep and
     those before it with ``exclusive``).  The worker's next getevents call polls the
     socket there: with a connection queued it reports the socket (:attr:`reported`, kept
