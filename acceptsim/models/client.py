@@ -119,6 +119,11 @@ class ClientParams(Params):
         "costs.client_connect_s apart, and send their first requests when the thread's last "
         "connect is done; 0: every user connects at once, a round trip apart",
     )
+    kept_requests: int = param(
+        0, unit="requests", ge=0, doc="with keepalive: the requests a kept connection "
+        "carries before the server closes it, and its user connects anew (the server's own "
+        "limit: nginx's keepalive_requests); 0: the server keeps it for the whole run",
+    )
     processes_per_cpu: int = param(
         1, unit="processes", ge=1, doc="httperf processes sharing one client CPU.  httperf "
         "polls in a busy loop, so processes on one CPU take turns of one scheduler tick "
@@ -131,7 +136,8 @@ class ClientParams(Params):
 
 COMPLETED: Final = "completed"
 TIMED_OUT: Final = "timed_out"
-#: requests left on a closed-loop user's kept-alive connection: more than any run makes
+#: requests left on a closed-loop user's kept-alive connection that the server never
+#: closes: more than any run makes
 KEEPALIVE_REQUESTS: Final = 1 << 60
 #: slack, in ticks, for instants computed on a tick boundary in floating point
 _TICK_EPS: Final = 1e-6
@@ -236,6 +242,10 @@ class Client(ClientSide):
         #: and the timers at which they give a step up
         self._users: int = params.concurrency
         self._keepalive: bool = params.keepalive
+        #: requests a kept connection has after its first (the server's limit, or none)
+        self._kept_left: int = (
+            params.kept_requests - 1 if params.kept_requests > 0 else KEEPALIVE_REQUESTS
+        )
         #: whether each request says Connection: close (the server keeps no connection)
         self.asks_close: bool = params.asks_close
         #: wrk's connect loop: its threads, each connect's client CPU, and when the last
@@ -605,7 +615,7 @@ class Client(ClientSide):
             conn.requests_left = self.workload.requests_per_connection() - 1
             conn.reply_bytes = self._reply_bytes()
         if self._keepalive:
-            conn.requests_left = KEEPALIVE_REQUESTS
+            conn.requests_left = self._kept_left
         if not self._reacts and connected >= self._first_request_at:
             # the request leaves right behind the ACK
             conn.request_sent_at = connected

@@ -88,6 +88,7 @@ class Host:
         # models.wrk_report): a step's deadline past the run's end is none, and wrk's epoll
         # loop does not pay httperf's select() scans
         wrk = config.client == "wrk"
+        server_params = config.build_server_params()
         client_params = ClientParams(
             rate_per_s=config.rate_per_s, spacing=config.spacing,
             timeout_s=config.duration_s if wrk else config.timeout_s,
@@ -95,6 +96,9 @@ class Host:
             keepalive=config.keepalive, processes_per_cpu=config.client_processes_per_cpu,
             asks_close=wrk and not config.keepalive,
             connect_threads=config.wrk_threads if wrk else 0,
+            # a server that limits the requests of a kept connection closes it then (nginx's
+            # keepalive_requests); one whose parameters have no such limit never does
+            kept_requests=getattr(server_params, "keepalive_requests", 0),
         )
         client_costs = (dataclasses.replace(config.costs, client_loop_base_s=0.0,
                                             client_poll_per_socket_s=0.0)
@@ -110,7 +114,6 @@ class Host:
             env, self.client, config.kernel, config.listen_costs(), config.costs.client_machines,
             0 if config.network == "loopback" else config.costs.nics,
         )
-        server_params = config.build_server_params()
         self.custom_policy = policy
         #: every listening socket (one per worker with reuseport), and the workers (the
         #: server itself on one); one CPU is the case cpus = workers = 1 of the same wiring

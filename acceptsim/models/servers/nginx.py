@@ -70,6 +70,12 @@ class NginxParams(RequestCostParams):
         "src/os/unix/ngx_linux_config.h; the kernel caps it at somaxconn; `acceptsim "
         "measure` configures 128 and each measured run's run.toml says so)",
     )
+    keepalive_requests: int = param(
+        1000, unit="requests", ge=1,
+        doc="keepalive_requests: the requests nginx serves on one kept connection; it closes "
+        "the connection with the last reply, and a closed-loop user connects anew (nginx's "
+        "default since 1.19.10, src/http/ngx_http_core_module.c; 100 before)",
+    )
     epoll_events: int = param(
         512, unit="events", ge=1,
         doc="epoll_events: the most events one epoll_wait returns (nginx's default, "
