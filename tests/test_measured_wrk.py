@@ -125,7 +125,8 @@ def test_latency_at_256_connections(report: dict) -> None:
     costs = load_params_file(DATA / "wrk.params.toml")[0]
     p99 = [flatten(run_point(config_for(run, costs, seed), checked=False))["wrk_latency_ms.p99"]
            for seed in range(1, 9)]
-    assert 1 / 1.5 <= np.median(p99) / 63.08 <= 1.5, p99
+    measured = run.record()["wrk_latency_ms.p99"]
+    assert 1 / 1.5 <= np.median(p99) / measured <= 1.5, (p99, measured)
     assert max(p99) > 200.0  # and some starts meet the period that holds nginx off
 
 
