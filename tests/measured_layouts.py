@@ -48,6 +48,22 @@ def layout_mape(report: dict, layout: str) -> float:
 SEEDS = range(1, 9)
 
 
+def seed_mean_mape(runs: list[Any], costs: Any) -> float:
+    """The mean absolute % error of ``runs``' reply rates against the model's mean over
+    :data:`SEEDS` at each run's configuration (the repeats of a point share one)."""
+    predicted: dict[float, float] = {}
+    errors = []
+    for run in runs:
+        rate = run.info.load.target_rate_per_s
+        if rate not in predicted:
+            predicted[rate] = float(np.mean([
+                run_point(config_for(run, costs, seed=seed), checked=False)["reply_rate_per_s"]
+                for seed in SEEDS]))
+        measured = run.record()["reply_rate_per_s"]
+        errors.append(abs(predicted[rate] - measured) / measured * 100)
+    return float(np.mean(errors))
+
+
 def busier_share_gap(runs: list[Any], costs: Any) -> tuple[float, float, list, list]:
     """The busier worker's share of the requests in ``runs`` (the repeats of one point)
     against the model's over :data:`SEEDS`: the gap between the two means, two standard

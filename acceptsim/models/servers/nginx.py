@@ -144,7 +144,6 @@ class Nginx(Userver):
         if self.mutex is not None and not held:
             # capped wait: wake at the delay if nothing comes first
             self._wait_id += 1
-            self._timed_out = False
             self.env.call_in(self.params.accept_mutex_delay_s, self._wait_expired,
                              self._wait_id)
         slept = False
@@ -152,7 +151,10 @@ class Nginx(Userver):
         while not self.ready and not self.listen_ready() and not self._timed_out:
             slept = True
             yield BLOCK
-        self._wait_id += 1  # the capped wait, if any, is over
+        # the capped wait, if any, is over: a later call waits anew (one whose worker holds
+        # the mutex, uncapped: ngx_process_events_and_timers caps only a worker without it)
+        self._wait_id += 1
+        self._timed_out = False
         # the events it returns, at most epoll_events (those ready while it ran come too)
         listening = 1 if self.listen_ready() else 0
         cap = self.epoll_events - listening
