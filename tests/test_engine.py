@@ -105,11 +105,14 @@ def test_events_at_the_same_instant_run_in_scheduling_order() -> None:
 @pytest.mark.parametrize("with_cpu", [False, True])
 def test_a_timer_lane_runs_timers_in_the_order_call_at_would(with_cpu: bool) -> None:
     """Timers set out of time order, with ties, interleaved with other events and
-    set from callbacks: the lane gives the order of plain call_at exactly."""
+    set from callbacks, some of them late (after every ordinary event of their instant:
+    ``call_late_at``): the lane gives the order of plain call_at and call_late_at
+    exactly."""
     import random
 
     rng = random.Random(7)
-    plan = [(rng.choice([0.5, 1.0, 1.5, rng.random() * 3]), rng.random() < 0.5) for _ in range(300)]
+    plan = [(rng.choice([0.5, 1.0, 1.5, rng.random() * 3]), rng.random() < 0.5,
+             rng.random() < 0.3) for _ in range(300)]
 
     def order(use_lane: bool) -> list[tuple[float, int]]:
         env = Environment()
@@ -124,17 +127,20 @@ def test_a_timer_lane_runs_timers_in_the_order_call_at_would(with_cpu: bool) -> 
         lane = env.timer_lane()
         seen: list[tuple[float, int]] = []
 
+        def set_timer(at: float, on_lane: bool, late: bool, i: int) -> None:
+            if late:
+                (lane.call_late_at if on_lane and use_lane else env.call_late_at)(at, fire, i)
+            else:
+                (lane.call_at if on_lane and use_lane else env.call_at)(at, fire, i)
+
         def fire(i: int) -> None:
             seen.append((env.now, i))
             if i % 3 == 0:  # a timer that sets another one, maybe earlier than the lane's head
-                at, _ = plan[(i * 7) % len(plan)]
-                (lane.call_at if use_lane else env.call_at)(env.now + at / 10, fire, 1000 + i)
+                at, _, late = plan[(i * 7) % len(plan)]
+                set_timer(env.now + at / 10, True, late, 1000 + i)
 
-        for i, (at, on_lane) in enumerate(plan):
-            if on_lane:
-                (lane.call_at if use_lane else env.call_at)(at, fire, i)
-            else:
-                env.call_at(at, fire, i)
+        for i, (at, on_lane, late) in enumerate(plan):
+            set_timer(at, on_lane, late, i)
         env.run(until=5)
         return seen
 

@@ -680,7 +680,7 @@ class Client(ClientSide):
         starts its turn on that tick sends (which runs after the softirq).  The 2.4 wheel
         (``client_timer_wheel_shift`` 0) keeps the order the timers were set in."""
         if self._wheel_shift:
-            self.env.call_late_at(at, fn, conn)
+            self._rtx_timers.call_late_at(at, fn, conn)
         else:
             self._rtx_timers.call_at(at, fn, conn)
 

@@ -385,7 +385,20 @@ class TimerLane:
         delay = at - now
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
-        timer = Entry(now + delay, NORMAL, clock.seq, LANE, fn, value, self)
+        self._add(Entry(now + delay, NORMAL, clock.seq, LANE, fn, value, self))
+
+    def call_late_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
+        """Call ``fn(value)`` at the instant and in the order
+        :meth:`Environment.call_late_at` would (after every ordinary event of ``at``)."""
+        clock = self.clock
+        if at < clock.now:
+            raise ValueError(f"at={at} lies before the current time {clock.now}")
+        self._add(Entry(at, LATE, clock.seq, LANE, fn, value, self))
+
+    def _add(self, timer: Entry) -> None:
+        """Take ``timer`` (its key set from the clock's next sequence number) into the lane,
+        and onto the event heap too if it is the lane's new earliest."""
+        clock = self.clock
         clock.seq += 1
         heap = self.heap
         if not heap or timer.__lt__(heap[0]):  # the new earliest: it goes on the event heap too

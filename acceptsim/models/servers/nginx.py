@@ -46,6 +46,7 @@ from acceptsim.models.servers.base import WAKE_ALL, WAKE_EXCLUSIVE, WAKE_MUTEX, 
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import CATEGORIES, GETEVENTS, Userver
 from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.engine import DelayLine
 from acceptsim.sim.params import param, summary_of
 
 __all__ = ["CATEGORIES", "Nginx", "NginxParams"]
@@ -133,6 +134,14 @@ class Nginx(Userver):
         self.reorder_every: int = (
             params.reorder_accept_every if self.wakeup == WAKE_EXCLUSIVE else 0
         )
+        #: the ends of capped waits (accept_mutex_delay after each): one delay for every
+        #: wait, so a line of them, whose head alone is on the event heap.  Most waits end
+        #: early, and their ends stay pending until they come (about 8,000 at a time at
+        #: 80,000 connections/s on 4 workers)
+        self._capped_waits: DelayLine | None = (
+            self.env.delay_line(params.accept_mutex_delay_s) if self.wakeup == WAKE_MUTEX
+            else None
+        )
         if isinstance(self.acceptor, SharedAcceptPhase):
             self.acceptor.after = self.after_accept_phase
 
@@ -144,8 +153,9 @@ class Nginx(Userver):
         if self.mutex is not None and not held:
             # capped wait: wake at the delay if nothing comes first
             self._wait_id += 1
-            self.env.call_in(self.params.accept_mutex_delay_s, self._wait_expired,
-                             self._wait_id)
+            waits = self._capped_waits
+            assert waits is not None  # (the mutex is the wake-up rule)
+            waits.put(self._wait_expired, self._wait_id)
         slept = False
         asleep_at = self.env.now
         while not self.ready and not self.listen_ready() and not self._timed_out:
