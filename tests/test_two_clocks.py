@@ -189,3 +189,53 @@ def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder
         assert 0.5 <= ratio <= 2.0, (key, measured, means[0]["simulated_mean"])
         checked += 1
     assert checked >= 1
+
+
+#: the one-worker measured sets and the costs each is predicted with
+ONE_WORKER_SETS = {
+    "nginx-loopback": "nginx-loopback.params.toml",
+    "nginx-loopback-quota": "nginx-loopback-quota.params.toml",
+    "nginx-loopback-quotas": "nginx-loopback-quotas.params.toml",
+    "nginx-loopback-workers/workers-1": "nginx-loopback-workers.params.toml",
+    "nginx-loopback-timeseries": "nginx-loopback-timeseries.params.toml",
+    "nginx-loopback-cgroup-scopes/workers-1": "nginx-loopback-cgroup-scopes.params.toml",
+    DEMO: "nginx-loopback-workers.params.toml",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "39 of the 49 points are within a factor of 2 (2026-12-06).  Outside: the old "
+    "nginx-loopback set at 8,000-12,000/s (0-4.7 times), nginx-loopback-quota at 6,000 and "
+    "7,000/s (2.2 and 2.3), quota-0.2 and workers-1 with multi_accept on at 5,000/s (0.47 "
+    "and 0.37), the 4-ms time-series set at 6,000/s (0.23), cgroup-scopes' workers-1 at "
+    "3,500/s (0.49)"))
+def test_handshakes_without_a_request_within_a_factor_of_2_at_every_one_worker_point() -> None:
+    """The issue's criterion: wherever the kernel completed more than 50 handshakes a
+    second that never brought nginx a request (TcpPassiveOpens minus the replies, the mean
+    over a point's repeats, client-limited runs left out), the model's accepts beyond its
+    replies lie within a factor of 2."""
+    measured_root = SCOPES.parent
+    ratios = {}
+    for folder, params in ONE_WORKER_SETS.items():
+        costs = load_params_file(measured_root / params)[0]
+        points: dict[tuple[str, bool, float], list] = {}
+        for d in find_runs(measured_root / folder):
+            run = load_run(d)
+            if (run.info.server.worker_processes != 1 or run.client_limited
+                    or "TcpPassiveOpens" not in run.counter_deltas):
+                continue
+            key = (str(d.parent.relative_to(measured_root)), run.info.server.multi_accept,
+                   run.info.load.target_rate_per_s)
+            points.setdefault(key, []).append(run)
+        for key, runs in points.items():
+            measured = float(np.mean([
+                (r.counter_deltas["TcpPassiveOpens"] - r.record()["replies_2xx"])
+                / r.info.load.duration_s for r in runs]))
+            if measured <= 50.0:
+                continue
+            record = run_point(config_for(runs[0], costs), checked=False)
+            ratios[key] = (record["accept_rate_per_s"] - record["reply_rate_per_s"]) / measured
+    assert len(ratios) >= 40
+    outside = {k: round(v, 2) for k, v in ratios.items() if not 0.5 <= v <= 2.0}
+    assert not outside, (len(ratios) - len(outside), len(ratios), outside)
