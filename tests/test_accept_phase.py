@@ -38,7 +38,7 @@ def _host(server: str = "userver", limit: float = 2, queued: int = 5) -> Host:
     host = Host(config, policy=_Scripted(limit))
     for i in range(queued):
         conn = Connection(i, 0.0, 100.0)
-        host.client.live.add(conn)
+        host.client.hold(conn)
         host.listen.accept_queue.append(conn)
     return host
 

@@ -9,6 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acceptsim.models import RunConfig, simulate
+from acceptsim.models.connection import Connection
+from acceptsim.models.host import Host
 
 NONDETERMINISTIC = ("sim_cpu_time_s", "sim_conns_per_cpu_s")
 
@@ -31,6 +33,33 @@ def test_every_attempted_connection_ends_in_exactly_one_outcome(config: RunConfi
     c = result["connections"]
     assert c["attempted"] == c["completed"] + c["timed_out"] + c["in_flight_at_end"]
     assert min(c.values()) >= 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 19)), max_size=120))
+def test_the_clients_unresolved_connections_are_those_held_and_not_yet_let_go(
+    ops: list[tuple[bool, int]],
+) -> None:
+    """The client's list of unresolved connections, whose resolved ones give their places
+    to the last: after any sequence of holds and resolutions it holds exactly the
+    connections held and not resolved, each at the place it knows; one not held cannot
+    be let go."""
+    client = Host(RunConfig(rate_per_s=1.0, duration_s=1.0, warmup_s=0.0)).client
+    conns = [Connection(i, 0.0, 1.0) for i in range(20)]
+    held: set[int] = set()
+    for hold, i in ops:
+        if hold and i not in held:
+            client.hold(conns[i])
+            held.add(i)
+        elif not hold and i in held:
+            client._let_go(conns[i])
+            held.discard(i)
+        assert sorted(c.id for c in client.live) == sorted(held)
+        assert all(client.live[c.live_at] is c for c in client.live)
+    free = next((c for c in conns if c.id not in held), None)
+    if free is not None:
+        with pytest.raises(AssertionError):
+            client._let_go(free)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

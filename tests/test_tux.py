@@ -23,7 +23,7 @@ def _conn(i: int, host: Host) -> Connection:
     conn.state = ACCEPTED
     conn.server = _TuxConn()
     conn.pending = 1
-    host.client.live.add(conn)
+    host.client.hold(conn)
     conn.requests_left = 0
     conn.reply_bytes = 1460
     return conn

@@ -57,6 +57,7 @@ class Connection:
         "server",  # server-private slot (a server may keep per-connection state here)
         "owner",  # the server (worker) that accepted it, for a socket several workers share
         "session",  # workload-private slot (e.g. the rest of a wsesslog session)
+        "live_at",  # its place in its client's list of unresolved connections (-1: none)
     )
 
     def __init__(self, conn_id: int, started_at: float, deadline: float) -> None:
@@ -85,6 +86,7 @@ class Connection:
         self.server: Any = None
         self.owner: Any = None
         self.session: Any = None
+        self.live_at = -1
 
     def __repr__(self) -> str:
         return f"<Connection {self.id} {STATE_NAMES[self.state]}>"
