@@ -341,6 +341,66 @@ def test_run_until_an_event_that_never_comes_says_so() -> None:
     assert env.now == 5.0
 
 
+@pytest.mark.parametrize("with_cpu", [False, True])
+def test_delay_lines_and_posted_calls_share_one_pool_and_keep_the_order_of_plain_calls(
+    with_cpu: bool,
+) -> None:
+    """Delay lines and posted calls take their entries from the clock's pool and give them
+    back once called: mixed (each entry used by one, then the other), with timer lanes
+    beside them, they give the order of plain calls exactly, and hundreds of calls use a
+    few dozen entries."""
+    import math
+    import random
+
+    def order(pooled: bool) -> tuple[list[tuple[float, int]], int]:
+        rng = random.Random(3)
+        env = Environment()
+        clock = env.clock
+        if with_cpu:
+            _keep_a_cpu_busy(env)
+        # (a line's delay whose instants no other call meets: a line's next head takes
+        # its sequence number when the head before it fires, so of two calls due at one
+        # instant, one put on a line and one scheduled later with a shorter delay,
+        # the line's may come second)
+        line = env.delay_line(0.3137)
+        lane = env.timer_lane()
+        seen: list[tuple[float, int]] = []
+        count = iter(range(10**6))
+        made = 0
+        ids: set[int] = set()
+
+        def hop(i: int) -> None:
+            nonlocal made
+            seen.append((env.now, i))
+            if pooled:
+                ids.update(id(e) for e in clock.pool)
+            for _ in range(2 if i % 4 == 0 and made < 600 else 1):
+                made += 1
+                how = rng.randrange(3)
+                # an instant of a grid of 0.5 s that many calls share (a kernel's ticks),
+                # or one of its own
+                grid = (math.floor(env.now * 2) + 1 + rng.randrange(2)) / 2
+                at = rng.choice([grid, env.now + rng.random()])
+                if how == 0:  # a line's fixed delay
+                    (line.put if pooled else lambda f, v: env.call_in(0.3137, f, v))(
+                        hop, next(count))
+                elif how == 1:
+                    (clock.post_at if pooled else env.call_at)(at, hop, next(count))
+                else:
+                    (lane.call_at if pooled else env.call_at)(at, hop, next(count))
+
+        for k in range(6):
+            env.call_at(0.5 * k, hop, next(count))
+        env.run(until=80)
+        return seen, len(ids)
+
+    expected, _ = order(pooled=False)
+    got, entries = order(pooled=True)
+    assert len(expected) > 400
+    assert got == expected
+    assert 0 < entries < len(got) / 4, (entries, len(got))
+
+
 def test_a_delay_line_takes_instants_of_its_own_in_fifo_order() -> None:
     """``put_at``: each item at its own instant, never earlier than the line's last one
     (a burst at one instant leaves in the order it was put)."""

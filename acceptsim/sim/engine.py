@@ -293,9 +293,17 @@ class Clock:
         """:meth:`post_in` at the absolute time ``at`` (not in the past)."""
         self.post_in(at - self.now, fn, value)
 
-
-#: a delay line's pending call: (instant, fn, value)
-_Pending = tuple[float, Callable[[Any], None], Any]
+    def pending(self, at: float, fn: Callable[[Any], None], value: Any) -> Entry:
+        """An entry from the pool (or a new one) holding the call ``fn(value)`` at ``at``,
+        for a delay line to keep (not on the heap: its sequence number is not set)."""
+        pool = self.pool
+        if pool:
+            item = pool.pop()
+            item.t = at
+            item.fn = fn
+            item.value = value
+            return item
+        return Entry(at, NORMAL, 0, POSTED, fn, value)
 
 
 class DelayLine:
@@ -303,7 +311,10 @@ class DelayLine:
 
     Only the line's head is on the event heap (one :data:`LINE` entry, moved to
     the next head's instant when the head fires), so however many packets are
-    in flight on a line, the heap stays small.
+    in flight on a line, the heap stays small.  Each pending call is held in an
+    :class:`Entry` from the clock's pool (its instant, ``fn`` and ``value``), which
+    goes back to the pool when the call is made: a call on a line allocates
+    nothing once the pool holds as many entries as are ever pending at once.
     """
 
     __slots__ = ("clock", "delay", "queue", "entry", "_append", "_popleft")
@@ -313,11 +324,11 @@ class DelayLine:
             raise ValueError(f"delay={delay!r}: must be >= 0")
         self.clock = env.clock
         self.delay = delay
-        self.queue: deque[_Pending] = deque()
+        self.queue: deque[Entry] = deque()
         # the queue's two operations, bound once: the compiled build calls a bound
         # method without looking it up (a deque has no native operations)
-        self._append: Callable[[_Pending], None] = self.queue.append
-        self._popleft: Callable[[], _Pending] = self.queue.popleft
+        self._append: Callable[[Entry], None] = self.queue.append
+        self._popleft: Callable[[], Entry] = self.queue.popleft
         #: the line's place on the event heap (while it holds anything)
         self.entry = Entry(0.0, NORMAL, 0, LINE, None, None, self)
         env._delay_lines.append(self)  # for Environment.discard
@@ -328,33 +339,40 @@ class DelayLine:
         at = clock.now + self.delay
         if not self.queue:
             clock.push(self.entry, at)
-        self._append((at, fn, value))
+        self._append(clock.pending(at, fn, value))
 
     def put_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at ``at``, an instant of the caller's own, no earlier than
         now or than the last instant on this line (so the line stays in FIFO order):
         for timers that each know their instant and are set in the order they fire."""
         queue = self.queue
-        if at < self.clock.now or (queue and at < queue[-1][0]):
+        clock = self.clock
+        if at < clock.now or (queue and at < queue[-1].t):
             raise ValueError(f"at={at!r}: earlier than now or than the line's last instant")
         if not queue:
-            self.clock.push(self.entry, at)
-        self._append((at, fn, value))
+            clock.push(self.entry, at)
+        self._append(clock.pending(at, fn, value))
 
     def fire(self) -> None:
         """The head's time has come (the line's entry is at the top of the heap): call
         it, and move the entry to the next head's instant, or off the heap."""
         queue = self.queue
         clock = self.clock
-        _, fn, value = self._popleft()
+        head = self._popleft()
         if queue:  # the line's next head takes its place: one sift, not two
             entry = self.entry
-            entry.t = queue[0][0]
+            entry.t = queue[0].t
             entry.seq = clock.seq
             clock.seq += 1
             heap_replace(clock.heap, entry)
         else:
             heap_pop(clock.heap)
+        fn = head.fn
+        assert fn is not None
+        value = head.value
+        head.fn = None
+        head.value = None
+        clock.pool.append(head)  # first: the call may put again
         fn(value)
 
 
