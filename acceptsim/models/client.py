@@ -264,7 +264,7 @@ class Client(ClientSide):
         self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out), in no order: each
         #: knows its place (``Connection.live_at``), and one that resolves gives its place
-        #: to the last (:meth:`hold`, :meth:`_let_go`).  A set's table is probed at a
+        #: to the last (:meth:`hold`, ``_let_go``).  A set's table is probed at a
         #: random slot: a long run past saturation holds 131,000 connections, whose table
         #: outgrows the caches (7% of a 60-s run's time in its look-ups)
         self.live: list[Connection] = []
