@@ -247,8 +247,9 @@ class Clock:
         self.now = now
         self.heap: list[Entry] = []
         self.seq = 0
-        #: entries of :data:`POSTED` calls already made, for the next ones (an entry used
-        #: again costs less than one made and freed, and these calls are a run's commonest)
+        #: entries of :data:`POSTED` calls and of delay lines' calls already made, for the
+        #: next ones (an entry used again costs less than one made and freed, and these
+        #: calls are a run's commonest)
         self.pool: list[Entry] = []
 
     def push(self, entry: Entry, at: float) -> None:
