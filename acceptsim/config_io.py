@@ -64,9 +64,12 @@ def parse_number(field: str, text: str) -> float:
     """A number written in ASCII (``24000``, ``2.4e4``, ``inf``), not ``１０`` or ``1_000``:
     Python's ``float`` also reads other scripts' digits and underscores."""
     try:
-        return ascii_number(text)
+        value: float = ascii_number(text)
     except ValueError:
         raise ConfigError(field, text, "a number in ASCII digits, e.g. 24000 or 2.4e4") from None
+    if math.isnan(value):  # (float reads "nan"; to a parameter set it means "its default")
+        raise ConfigError(field, text, "a number in ASCII digits, e.g. 24000 or 2.4e4, not nan")
+    return value
 
 
 def parse_int(field: str, text: str) -> int:

@@ -72,7 +72,26 @@ REFUSED = [
     (["--concurrency", "0", "--duration", "1"], "--concurrency='0'"),
     (["--server", "nginx", "--cpus", "2", "--listen", "reuseport", "--wakeup", "mutex",
       "--rate", "100", "--duration", "1"], "wakeup='mutex'"),
+    # nan, which float() reads and a parameter set takes as "its default"
+    (["--rate", "100", "--duration", "1", "--warmup", "nan"], "warmup='nan'"),
+    (["--rate", "nan", "--duration", "1"], "rate='nan'"),
 ]
+
+
+@pytest.mark.parametrize("option", ["--duration=nan", "--warmup=nan", "--set=warmup_s=nan",
+                                    "--set=duration_s=nan"])
+def test_a_sweep_refuses_nan_with_one_line_before_any_simulation(
+    capsys: pytest.CaptureFixture[str], no_simulation: None, tmp_path: Path, option: str
+) -> None:
+    """A sweep's --duration=nan reached the run keys' canonical form, whose integer test
+    raised (the slow fuzz test found it); --warmup=nan and --set warmup_s=nan became the
+    warm-up's default (nan is how a parameter set is told to follow a field's rule)."""
+    code, out, err = run_cli(capsys, "sweep", "userver-one-packet", "--out",
+                             str(tmp_path / "out"), "--quiet", "--jobs", "1", option)
+    assert code == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and "nan" in lines[0] and "is not allowed" in lines[0], err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("args", "fragment"), REFUSED)

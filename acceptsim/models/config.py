@@ -20,7 +20,7 @@ from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.workloads import WORKLOADS, parse_wsesslog
 from acceptsim.models.wrk_report import WRK_DEFAULT_THREADS
 from acceptsim.sim.errors import ConfigError
-from acceptsim.sim.params import Params, param
+from acceptsim.sim.params import Params, param, refuse_nan
 
 #: how the clients reach the server (``RunConfig.network``)
 NETWORKS = ("lan", "loopback")
@@ -387,6 +387,7 @@ class RunConfig(Params):
             if key not in names:
                 allowed = "unknown key; allowed: " + ", ".join(sorted(names))
                 raise ConfigError(key, data[key], allowed)
+        refuse_nan("", data)
         return dataclasses.replace(start, **start._followed(data))
 
     def server_spec(self) -> ServerSpec:

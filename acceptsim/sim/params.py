@@ -219,6 +219,16 @@ def check_value(name: str, value: Any, default: Any, meta: Mapping[str, Any]) ->
     return value
 
 
+def refuse_nan(prefix: str, data: Mapping[str, Any]) -> None:
+    """A ConfigError for a nan among ``data``'s values: a parameter set reads nan in a field
+    with a rule as "left out" (the rule gives it), which is not what a user who wrote nan
+    asked for, and every other field refuses it anyway."""
+    for key, value in data.items():
+        if isinstance(value, float) and value != value:
+            raise ConfigError(prefix + str(key), value,
+                              "a number, not nan (leave the key out for its default)")
+
+
 @dataclasses.dataclass(frozen=True)
 class Params:
     """Base of every parameter set: checks each field on construction."""
@@ -262,6 +272,7 @@ class Params:
                 raise ConfigError(
                     cls._prefix + str(key), data[key], "unknown key; allowed: " + ", ".join(names)
                 )
+        refuse_nan(cls._prefix, data)
         start = base if base is not None else cls()
         return dataclasses.replace(start, **start._followed(data))
 

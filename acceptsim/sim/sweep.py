@@ -218,6 +218,8 @@ def _canonical(value: Any) -> Any:
         f = float(value)
         if math.isinf(f):
             return "inf" if f > 0 else "-inf"
+        if math.isnan(f):  # (a value the checks that follow refuse, named: not a crash here)
+            return "nan"
         return int(f) if f == int(f) and abs(f) < 2**53 else repr(f)
     return repr(value)
 
