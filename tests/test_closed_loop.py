@@ -127,7 +127,8 @@ def test_a_closed_loop_starts_at_a_random_instant_of_the_kernels_timer_cycle() -
     decides the first connections' fate, so it is drawn from the seed, uniformly over the
     grid's longest cycle: the wheel's first level above a tick (8 ticks of 4 ms on the modern
     kernel), or a longer CFS period.  The same seed gives the same start; the window, the
-    series and the run's end count from it.  An open loop starts at 0."""
+    series and the run's end count from it.  An open loop starts at 0 unless it runs on a
+    CPU quota (whose first period holds a whole quota wherever the start falls in it)."""
     base = {"server": "userver", "concurrency": 8, "duration_s": 0.3, "warmup_s": 0.0,
             "kernel": "linux-modern"}
     starts = np.array([Host(RunConfig.from_dict({**base, "seed": s})).origin
@@ -157,6 +158,13 @@ def test_a_closed_loop_starts_at_a_random_instant_of_the_kernels_timer_cycle() -
     assert record["replies_per_interval"][0] > 0
     open_loop = run_point(RunConfig.from_dict({**base, "concurrency": 0, "rate_per_s": 100.0}))
     assert "client_start_s" not in open_loop
+    on_quota = {**base, "concurrency": 0, "rate_per_s": 100.0, "cpu_quota": 0.5,
+                "cpu_period_s": period}
+    opens = np.array([Host(RunConfig.from_dict({**on_quota, "seed": s})).origin
+                      for s in range(1, 61)])
+    assert ((opens >= 0.0) & (opens < period)).all()
+    assert stats.kstest(opens / period, "uniform").pvalue > 1e-3
+    assert run_point(RunConfig.from_dict({**on_quota, "seed": 3}))["client_start_s"] == opens[2]
 
 
 def test_nginx_closes_a_kept_connection_after_keepalive_requests() -> None:

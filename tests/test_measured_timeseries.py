@@ -325,7 +325,11 @@ def test_a_synthetic_run_compares_equal_to_its_own_simulation(synthetic_run: Pat
         assert means.loc[name, "measured_mean"] == pytest.approx(
             means.loc[name, "simulated_mean"], rel=1e-6, abs=1e-6), name
     assert "syn_retrans_per_s" in SHARED  # simulated too: the kernel counts both kinds
-    assert means.loc["throttled_periods", "measured_mean"] == 10
+    # a throttle in each of an interval's ten periods: the clients start at a random
+    # instant of the kernel's grid (models.host.start_phase), so an interval's edges fall
+    # inside periods, and one may count the throttles of nine or eleven
+    throttles = measured["throttled_periods"]
+    assert throttles.between(9, 11).all() and throttles.mean() == pytest.approx(10, abs=0.25)
 
 
 def test_means_cover_only_the_times_both_series_have() -> None:

@@ -66,12 +66,14 @@ def test_every_run_has_a_cgroup_per_worker_and_the_server_saturated_first() -> N
             assert config_for(run, COSTS).cpu_quota_scope == "worker"
 
 
-#: (workers, layout) predicted with the morning's costs: every layout but four workers
-#: under the mutex misses (their MAPEs: tests/data/measured/README.md,
-#: nginx-loopback-worker-cgroups)
+#: (workers, layout) predicted with the morning's costs: every layout misses (their
+#: MAPEs: tests/data/measured/README.md, nginx-loopback-worker-cgroups).  Four workers
+#: under the mutex, at 9.3%, did not until the scheduler kept each task's lag and a
+#: quota's run began at a random instant of its period (13.0% since; with the
+#: afternoon's costs 8.2% -> 4.8%)
 MAPE_MISSES = {
     (2, "shared"), (2, "mutex"), (2, "reuseport"),
-    (4, "shared"), (4, "reuseport"),
+    (4, "shared"), (4, "reuseport"), (4, "mutex"),
 }
 
 

@@ -2,9 +2,11 @@
 
 The rule is Linux's EEVDF with RUN_TO_PARITY for tasks of equal weight: a task picked
 to run keeps the processor until it blocks or a scheduler tick finds its slice used up;
-the tasks waiting run in the order they became runnable.  Each test below fails if one
-piece of that rule is switched off (a woken task preempting at once, slices ignored,
-kernel work not delaying the running task, a throttle not handing the processor on).
+the scheduler picks the eligible waiting task (no more than its share so far: its lag not
+negative) with the earliest virtual deadline, and a task keeps its lag while it sleeps.
+Each test below fails if one piece of that rule is switched off (a woken task
+preempting at once, slices ignored, kernel work not delaying the running task, a
+throttle not handing the processor on, the lag forgotten).
 """
 
 from __future__ import annotations
@@ -114,6 +116,39 @@ def test_a_task_past_its_slice_gives_way_at_the_next_tick() -> None:
     assert started == [pytest.approx(8e-3)]
     assert core.preemptions == 1
     assert a.usage()["work"] + b.usage()["work"] == pytest.approx(0.02 - 1e-6)
+
+
+def test_a_task_that_had_more_than_its_share_waits_behind_one_that_had_none() -> None:
+    """a runs 3 ms while b waits, blocks and is woken again at once; c wakes after it
+    with no run time.  When b blocks, the scheduler picks c, though a became runnable
+    first: a's lag is negative (it blocked ineligible and stayed in the run queue,
+    DELAY_DEQUEUE), c's is not.  Served in the order they became runnable, a would run
+    before c."""
+    env, (a, b, c), core = core_of(3)
+    started: dict[str, float] = {}
+
+    def worker(name: str, burst: float, sleep_first: bool):
+        if sleep_first:
+            yield BLOCK
+        started.setdefault(name, env.now)
+        yield "work", burst
+        yield BLOCK
+        started[name + " again"] = env.now
+        yield "work", 1e-4
+        yield BLOCK
+
+    b.start(worker("b", 5e-4, True))
+    c.start(worker("c", 1e-4, True))
+    env.run(until=1e-6)  # b and c run to their first BLOCK
+    a.start(worker("a", 3e-3, False))
+    env.call_at(1e-4, lambda _: b.wake())
+    env.call_at(3.05e-3, lambda _: a.wake())
+    env.call_at(3.1e-3, lambda _: c.wake())
+    env.run(until=0.01)
+    assert started["b"] == pytest.approx(3e-3 + 1e-6)  # a's burst ends before a tick
+    assert started["c"] == pytest.approx(3.5e-3 + 1e-6)  # when b blocks: c before a
+    assert started["a again"] == pytest.approx(3.6e-3 + 1e-6)
+    assert core.preemptions == 0
 
 
 def test_a_task_woken_on_an_idle_processor_runs_after_the_wake_up_latency() -> None:

@@ -30,17 +30,30 @@ from acceptsim.sim.streams import Streams
 def start_phase(config: RunConfig, streams: Streams) -> float:
     """When a run's clients start (s after time 0, where the kernel's clocks start).
 
-    A closed loop's users all connect at once, and the fate of those first connections
-    is set by where that instant falls on the host kernel's timer grid: which scheduler
-    tick and CFS period the burst meets, and on which tick the SYNs it loses are
-    retransmitted (the wheel's first level above a tick gathers them, ``client_timer_tick_s``
-    x 2 ** ``client_timer_wheel_shift``).  A real client starts at an arbitrary instant of
-    that grid, so the start is drawn uniformly over its longest cycle (that bucket, the
-    scheduler tick, the CFS period) from the run's seed (stream ``"client_start"``); at 0,
-    on every grid line at once, the model met one particular alignment in every run.  An
-    open loop starts at 0: its first connection's instant is drawn already.
+    Where the start falls on the host kernel's timer grid matters wherever something
+    carries state across it:
+
+    * a closed loop's users all connect at once, so which scheduler tick and CFS period
+      the burst meets, and on which tick the SYNs it loses are retransmitted (the
+      wheel's first level above a tick gathers them, ``client_timer_tick_s`` x 2 **
+      ``client_timer_wheel_shift``), set the fate of those first connections;
+    * a CPU quota's period runs on its own grid (multiples of the period on the
+      monotonic clock: ``start_cfs_bandwidth`` forwards the period timer on it), and a
+      server idle before the load holds a whole period's quota when the load starts (the
+      period timer refills the pool before it stops for an idle group), so the first
+      period gives the server its quota within what is left of that period, however
+      short, and the first second holds up to one period's quota more than the seconds
+      after it.
+
+    A real client starts at an arbitrary instant of that grid, so the start is drawn
+    uniformly over its longest cycle (that bucket, the scheduler tick, the CFS period)
+    from the run's seed (stream ``"client_start"``); at 0, on every grid line at once,
+    the model met one particular alignment in every run (for a quota: a period's start,
+    the least quota the first second can hold).  An open loop without a quota starts at
+    0: nothing then carries state across its start, and its connections' instants are
+    drawn already (a shift would change no distribution, only the draws).
     """
-    if not config.concurrency:
+    if not config.concurrency and not config.cpu_quota:
         return 0.0
     kernel = config.kernel
     cycle = max(kernel.client_timer_tick_s * float(2**kernel.client_timer_wheel_shift),
@@ -126,9 +139,9 @@ class Host:
         self.bound = self.workers[0].policy
         if config.idle_connections:
             self.server.adopt_idle(config.idle_connections)
-        #: when the clients start (s): a closed loop at a random instant of the kernel's
-        #: timer cycle (:func:`start_phase`); the window, the series and the run's end
-        #: count from there
+        #: when the clients start (s): a closed loop, or any load on a CPU quota, at a
+        #: random instant of the kernel's timer cycle (:func:`start_phase`); the window,
+        #: the series and the run's end count from there
         self.origin = start_phase(config, streams)
         self.client.start_s = self.origin
         self.client.window_start = self.origin + config.warmup_s

@@ -339,10 +339,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("keepalive", "", "whether the closed loop's users keep their connections (with "
            "concurrency > 0)", "config", lambda w: w.host.config.keepalive,
            present=_closed_loop),
-    Metric("client_start_s", "s", "when the closed loop's users connected, drawn from the "
-           "seed over the kernel's timer cycle (models.host.start_phase); the window, the "
-           "series and the run's end count from it (with concurrency > 0)", "client",
-           lambda w: w.host.origin, present=_closed_loop),
+    Metric("client_start_s", "s", "when the clients started, drawn from the seed over the "
+           "kernel's timer cycle (models.host.start_phase); the window, the series and the "
+           "run's end count from it (with concurrency > 0 or a CPU quota)", "client",
+           lambda w: w.host.origin,
+           present=lambda w: _closed_loop(w) or bool(w.host.config.cpu_quota)),
     Metric("wrk_latency_ms", "ms", "the replies' response times as wrk 4.1 reports them "
            "(with client = wrk): mean, p50, p75, p90, p99 and max after its "
            "coordinated-omission correction, times at or past its --timeout (timeout_s) "

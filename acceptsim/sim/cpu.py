@@ -214,27 +214,38 @@ class Core:
     in a :class:`Context` of its own (a host with more workers than CPUs).
 
     The rule is Linux's fair scheduler since 6.6 (EEVDF) for tasks of equal weight, with
-    its default ``RUN_TO_PARITY``: a task picked to run is protected until it has used
-    its slice, so a task woken meanwhile waits for the running one to block (or end).
-    The kernel notices a used-up slice at its next scheduler tick (no high-resolution
-    tick by default), and then, if a task waits, switches to it; otherwise the running
-    task starts a new slice.  Waiting tasks run in the order they became runnable (with
-    equal weights, the one that waited longest is the eligible one with the earliest
-    deadline).  A task woken on an idle processor runs after the wake-up latency
+    its defaults ``RUN_TO_PARITY``, ``PLACE_LAG`` and (since 6.12) ``DELAY_DEQUEUE`` and
+    ``DELAY_ZERO`` (kernel/sched/fair.c).  Each task has a virtual runtime, which grows
+    by the processor time it uses (equal weights), and a virtual deadline a slice past
+    the virtual runtime it had when it was placed or last renewed its slice.  A task is
+    *eligible* when its virtual runtime is at most the average of the tasks in the run
+    queue (its *lag*, that average less its own, is not negative: it has had no more
+    than its share), and the scheduler picks the eligible task with the earliest
+    deadline.  A task picked keeps the processor until it has used its slice (the
+    deadline renewed), so a task woken meanwhile waits for it to block (or end).  The
+    kernel notices a used-up slice at its next scheduler tick (no high-resolution tick by
+    default), and then picks again, the running task among the others.
+
+    The lag is the scheduler's memory: a task that blocks eligible leaves the run queue
+    with its lag (at most ``max(2 x slice, tick)`` either way) and is placed with it
+    when it wakes; one that blocks ineligible stays in the run queue, not runnable, until
+    it would be picked (then it leaves with none), and wakes where it was if woken
+    before.  So a task that used more than its share waits behind the ones that got
+    less, however it left the processor: blocked, cut by a throttle, or at a tick.
+
+    A task woken on an idle processor runs after the wake-up latency
     (:attr:`Cpu.wake_latency_s`); one picked when another blocks runs at once.
 
     Kernel work on the processor (:meth:`Context.interrupt`, charged to its first
     Context) delays whichever task runs.  Under a CFS limit shared by the Contexts
     (a :class:`Bandwidth` holding every task on it, one cgroup) a throttle cuts the
-    running task and nothing runs until the period pays what the group owes; then the
-    first waiting task runs.  A task cut after it used its slice waits behind the others
-    (it has used more virtual time than the ones that waited); one cut within its slice
-    keeps its turn and runs first (its deadline, set when it was picked, is still the
-    earliest).  The quota is noticed at a tick before the slice is (the slice's check runs
+    running task, which stays in the run queue with its virtual runtime and deadline,
+    and nothing runs until the period pays what the group owes; then the scheduler
+    picks.  The quota is noticed at a tick before the slice is (the slice's check runs
     after the tick's other events: ``Environment.call_late_at``).  Under a limit of its
-    own (:meth:`Cpu.limit`, a cgroup per worker) a throttled task gives the processor to
-    the next one and waits for it again, behind the others, once a period has paid what
-    it overran.
+    own (:meth:`Cpu.limit`, a cgroup per worker) a throttled task's group leaves the run
+    queue with its lag, and rejoins it with that lag once a period has paid what it
+    overran.
     """
 
     def __init__(self, contexts: list[Context], slice_s: float, tick_s: float) -> None:
@@ -247,26 +258,128 @@ class Core:
         #: the scheduler's slice (run time a picked task is protected for) and tick (s)
         self.slice_s = slice_s
         self.tick_s = tick_s
+        #: the bound of a task's lag either way (``update_entity_lag``: twice the slice,
+        #: at least a tick)
+        self.lag_limit_s = max(2.0 * slice_s, tick_s)
         #: the Context whose task holds the processor (None: idle, or held by a throttle)
         self.running: Context | None = None
-        #: runnable Contexts waiting for the processor, in the order they will run
+        #: runnable Contexts waiting for the processor, in the order they became
+        #: runnable (the tie-break of equal deadlines)
         self.queue: deque[Context] = deque()
         #: a CFS throttle of all its tasks holds the processor (Bandwidth): nothing is
         #: picked
         self.held = False
         #: involuntary switches: a task taken off the processor at a tick
         self.preemptions = 0
+        #: the virtual time a task is placed at when the run queue is empty (s)
+        self._zero_v = 0.0
         self._idle = True
         self._idle_at = self.env.now
-        self._slice_start = 0.0  # the running task's run time when its slice began (s)
         self._ticking = False
         for c in contexts:
             c.core = self
+
+    # -- virtual time ------------------------------------------------------------------
+    def _v(self, ctx: Context) -> float:
+        """``ctx``'s virtual runtime now (the running task's grows as it runs)."""
+        if ctx is self.running:
+            return ctx.vruntime + (ctx.task_seconds() - ctx.v_seconds)
+        return ctx.vruntime
+
+    def _sync(self, ctx: Context) -> None:
+        """Bring the running task's virtual runtime up to now, and its deadline: a slice
+        on if it has used its slice (``update_curr`` at the event that takes it off the
+        processor renews it, ``update_deadline``)."""
+        ran = ctx.task_seconds()
+        ctx.vruntime += ran - ctx.v_seconds
+        ctx.v_seconds = ran
+        if ctx.vruntime >= ctx.deadline - _QUOTA_EPS_S:
+            ctx.deadline = ctx.vruntime + self.slice_s
+
+    def _average(self) -> float:
+        """The average virtual runtime of the tasks in the run queue (the running one, the
+        waiting ones and the ones that blocked ineligible)."""
+        total = 0.0
+        n = 0
+        for c in self.contexts:
+            if c.in_tree:
+                total += self._v(c)
+                n += 1
+        return total / n if n else self._zero_v
+
+    def _place(self, ctx: Context) -> None:
+        """``ctx`` joins the run queue: a task that blocked ineligible is runnable again
+        where it was (placed afresh if its lag has grown positive: ``DELAY_ZERO``); any
+        other is placed its lag before the average (``place_entity``, the lag scaled so
+        that it is still its lag with the task counted), its deadline a slice on."""
+        if ctx.in_tree:
+            if ctx.delayed:
+                ctx.delayed = False
+                if self._average() - ctx.vruntime > 0.0:
+                    ctx.in_tree = False
+                    ctx.vlag = 0.0
+                    self._place(ctx)
+            return
+        n = 0
+        for c in self.contexts:
+            if c.in_tree:
+                n += 1
+        v = self._average()
+        if n:
+            v -= ctx.vlag * float(n + 1) / float(n)
+        ctx.vruntime = v
+        ctx.deadline = v + self.slice_s
+        ctx.in_tree = True
+
+    def _leave(self, ctx: Context, sleeping: bool) -> None:
+        """``ctx``'s task stopped being runnable (blocked, or its own group throttled):
+        it leaves the run queue with its lag, bounded; a task that blocks ineligible
+        stays in it, not runnable (``DELAY_DEQUEUE``), until it would be picked."""
+        average = self._average()
+        lag = average - ctx.vruntime
+        if sleeping and lag < -_QUOTA_EPS_S:
+            ctx.delayed = True
+            return
+        limit = self.lag_limit_s
+        ctx.vlag = limit if lag > limit else -limit if lag < -limit else lag
+        ctx.in_tree = False
+        ctx.delayed = False
+        if not any(c.in_tree for c in self.contexts):
+            self._zero_v = average
+
+    def _pick(self) -> Context | None:
+        """The waiting task to run next: the eligible one with the earliest deadline
+        (``pick_eevdf``), among the run queue's tasks.  A task that blocked ineligible and
+        would be picked leaves the run queue with no lag instead (``DELAY_ZERO``), and
+        the scheduler picks again."""
+        while True:
+            average = self._average()
+            eligible = average + _QUOTA_EPS_S
+            best: Context | None = None
+            # the waiting tasks in the order they became runnable (equal deadlines: the
+            # first inserted is the leftmost), then the ones that blocked ineligible
+            for c in self.queue:
+                if c.vruntime <= eligible and (best is None or c.deadline < best.deadline):
+                    best = c
+            for c in self.contexts:
+                if (c.delayed and c.vruntime <= eligible
+                        and (best is None or c.deadline < best.deadline)):
+                    best = c
+            if best is None or not best.delayed:
+                if best is None and self.queue:
+                    best = self.queue[0]  # (none eligible by float noise: the first)
+                return best
+            best.delayed = False
+            best.in_tree = False
+            best.vlag = 0.0
+            if not any(c.in_tree for c in self.contexts):
+                self._zero_v = average
 
     # -- the scheduler ---------------------------------------------------------------
     def wake(self, ctx: Context) -> None:
         """``ctx``'s sleeping task became runnable."""
         if self.running is None and not self.held and not self.queue:
+            self._place(ctx)
             free = ctx.kernel_free_at
             now = self.env.now
             self._run(ctx, (free if free > now else now) + ctx.wake_latency_s)
@@ -274,36 +387,46 @@ class Core:
             self.enqueue(ctx)
 
     def enqueue(self, ctx: Context) -> None:
-        """``ctx`` waits for the processor, behind the Contexts already waiting."""
-        if not self.queue and self.running is not None:
+        """``ctx`` waits for the processor (placed in the run queue if it was not in it)."""
+        running = self.running
+        if not self.queue and running is not None:
             # the running task renewed its slice at the ticks it ran alone
-            running = self.running
-            ran = running.task_seconds()
-            if ran - self._slice_start >= self.slice_s:
-                now = self.env.now
-                self._slice_start = max(self._slice_start,
-                                        ran - (now - self._last_tick(now)))
+            now = self.env.now
+            v_tick = self._v(running) - (now - self._last_tick(now))
+            if v_tick >= running.deadline:
+                running.deadline = v_tick + self.slice_s
+        self._place(ctx)
         ctx.queued = True
         self.queue.append(ctx)
-        if self.running is not None and not self._ticking:
+        if running is not None and not self._ticking:
             self._schedule_tick()
+
+    def withdraw(self, ctx: Context) -> None:
+        """``ctx`` waiting for the processor stops being runnable (its own group was
+        throttled): it leaves the run queue with its lag."""
+        self.queue.remove(ctx)
+        ctx.queued = False
+        self._leave(ctx, False)
 
     def released(self, ctx: Context) -> None:
         """``ctx``'s task, which held the processor, blocked or ended."""
         if self.running is ctx:
+            self._sync(ctx)
             self.running = None
+            self._leave(ctx, True)
             self.dispatch()
 
     def dispatch(self) -> None:
-        """Give the free processor to the first waiting task (if any, and not held)."""
+        """Give the free processor to the task the scheduler picks (if any, and not held)."""
         if self.running is not None or self.held:
             return
-        if not self.queue:
+        ctx = self._pick() if self.queue else None
+        if ctx is None:
             if not self._idle:
                 self._idle = True
                 self._idle_at = self.env.now
             return
-        ctx = self.queue.popleft()
+        self.queue.remove(ctx)
         ctx.queued = False
         free = ctx.kernel_free_at
         now = self.env.now
@@ -314,10 +437,9 @@ class Core:
         its task runs on to its next yield."""
         ctx.idle_before = start - self._idle_at if self._idle else 0.0
         self._idle = False
+        # its virtual runtime grows by the processor time it uses from ``start``
+        ctx.v_seconds = ctx.task_seconds()
         self.running = ctx
-        # (a task that kept its turn through a throttle goes on with its slice)
-        self._slice_start = ctx.task_seconds() - ctx.slice_used
-        ctx.slice_used = 0.0
         bandwidth = ctx.bandwidth
         if bandwidth is not None:  # it uses its quota from now: a check when it may run out
             bandwidth.started(ctx.bandwidth_slot)
@@ -340,8 +462,10 @@ class Core:
 
     def preempt(self, ctx: Context, wait: bool = True) -> None:
         """Take the processor from ``ctx``'s task: what is left of its burst is parked,
-        and (``wait``) it waits behind the others; otherwise (its own cgroup throttled)
-        it is not runnable until it is enqueued again."""
+        and (``wait``) it waits in the run queue; otherwise (its own cgroup throttled)
+        it leaves the run queue until it is enqueued again."""
+        if self.running is ctx:
+            self._sync(ctx)
         now = self.env.now
         free = ctx.kernel_free_at
         start = free if free > now else now
@@ -358,6 +482,8 @@ class Core:
             self.running = None
         if wait:
             self.enqueue(ctx)
+        else:
+            self._leave(ctx, False)
 
     # -- the tick --------------------------------------------------------------------
     def _last_tick(self, now: float) -> float:
@@ -378,40 +504,37 @@ class Core:
         running = self.running
         if running is None or not self.queue:
             return
-        ran = running.task_seconds()
-        if ran - self._slice_start >= self.slice_s - _QUOTA_EPS_S:
-            self.preemptions += 1
-            self.preempt(running)
-            self.dispatch()
-        elif not self._ticking:
+        v = self._v(running)
+        if v >= running.deadline - _QUOTA_EPS_S:
+            # its slice is used: a new deadline, and the scheduler picks, it among others
+            running.deadline = v + self.slice_s
+            best = self._pick()
+            if best is not None and (best.deadline < running.deadline
+                                     or v > self._average() + _QUOTA_EPS_S):
+                self.preemptions += 1
+                self.preempt(running)
+                self.dispatch()
+                return
+        if not self._ticking:
             self._schedule_tick()
 
     # -- a CFS throttle of every task on the processor (Bandwidth) ----------------------
     def throttle(self) -> None:
-        """The cgroup of the processor's tasks is throttled: the running one is cut and
-        nothing runs until :meth:`unthrottle`."""
+        """The cgroup of the processor's tasks is throttled: the running one is cut (it
+        stays in the run queue, its deadline kept) and nothing runs until
+        :meth:`unthrottle`."""
         if self.held:
             return
         self.held = True
         running = self.running
         if running is not None:
-            ran = running.task_seconds() - self._slice_start
-            if ran < self.slice_s - _QUOTA_EPS_S:
-                # cut within its slice: it keeps its turn (the earliest deadline of the
-                # tasks, as when it was picked) and the rest of its slice, and runs
-                # first when the throttle ends
-                self.preempt(running, wait=False)
-                running.slice_used = ran
-                running.queued = True
-                self.queue.appendleft(running)
-            else:
-                self.preempt(running)
+            self.preempt(running)
         if not self._idle:  # the processor stands idle while the group is throttled
             self._idle = True
             self._idle_at = self.env.now
 
     def unthrottle(self) -> None:
-        """The throttle ends: the first waiting task runs."""
+        """The throttle ends: the scheduler picks."""
         if self.held:
             self.held = False
             self.dispatch()
@@ -431,8 +554,15 @@ class Context(Cpu):
         self.parked_rest = 0.0
         #: how long the processor stood idle before the task last got it (s)
         self.idle_before = 0.0
-        #: run time of its slice used before a throttle cut it, kept with its turn (s)
-        self.slice_used = 0.0
+        #: the scheduler's view (:class:`Core`): in its run queue (running, waiting, or
+        #: blocked ineligible: ``delayed``), virtual runtime as of ``v_seconds`` of the
+        #: task's processor time, virtual deadline, and the lag it left with (s)
+        self.in_tree = False
+        self.delayed = False
+        self.vruntime = 0.0
+        self.v_seconds = 0.0
+        self.deadline = 0.0
+        self.vlag = 0.0
 
     def interrupt(self, cost: float) -> None:
         """Charge ``cost`` seconds of the processor's kernel work at the current instant:
@@ -456,6 +586,7 @@ class Context(Cpu):
         core = self.core
         assert core is not None
         if core.running is None and not core.held and not core.queue:
+            core._place(self)
             core._run(self, max(self.kernel_free_at, self.env.now))
         else:
             core.enqueue(self)
@@ -711,8 +842,7 @@ class Bandwidth:
                     core.dispatch()
                     self._wake_pending[i] = True  # it waits for its Core at the end
                 elif ctx.queued:  # (a task waiting uses none of the quota: not reached)
-                    core.queue.remove(ctx)
-                    ctx.queued = False
+                    core.withdraw(ctx)
                     self._wake_pending[i] = True
                 continue  # (asleep: a wake-up meanwhile is held, hold_wake)
             if cpu.task_end != INF and cpu._category is not None:
