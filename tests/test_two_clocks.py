@@ -161,14 +161,21 @@ TIMESERIES_SETS = {
 }
 
 
+#: the model's seeds whose mean is compared with the repeats' mean
+RETRANS_SEEDS = (1, 2, 3, 4)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("folder", sorted(TIMESERIES_SETS))
 def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder: str) -> None:
     """The issue's criterion, as ``acceptsim validate --timeseries`` compares them:
     wherever the measured SYN and SYN-ACK retransmissions (``syn_retrans_per_s``, the mean
     over a run's intervals, and over the repeats of its point) exceed 50/s, the simulated
-    series' mean lies within a factor of 2; and on the demo run the issue cites, whose
-    45/s the model met with none before the clocks."""
+    series' mean (over :data:`RETRANS_SEEDS`, as the measured is over the repeats) lies
+    within a factor of 2; and on the demo run the issue cites, whose 45/s the model met
+    with none before the clocks.  Near saturation one run says little: at 4-ms periods,
+    5,000/s, multi_accept on, the six repeats measured 63-376/s and seeds of the model
+    give 88-203/s."""
     measured_root = SCOPES.parent
     costs = load_params_file(measured_root / TIMESERIES_SETS[folder])[0]
     points: dict[tuple[bool, float], list] = {}
@@ -179,14 +186,19 @@ def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder
     checked = 0
     for key, runs in sorted(points.items()):
         first = runs[0].timeseries()
-        simulated = simulated_series(runs[0], costs, nominal_interval_s(runs[0], first))
+        interval = nominal_interval_s(runs[0], first)
+        simulated = simulated_series(runs[0], costs, interval, RETRANS_SEEDS[0])
         means = [mean_table(r.timeseries(), simulated).set_index("column").loc[
             "syn_retrans_per_s"] for r in runs]
         measured = float(np.mean([m["measured_mean"] for m in means]))
         if not (measured > 50.0 or folder == DEMO):
             continue
-        ratio = means[0]["simulated_mean"] / measured
-        assert 0.5 <= ratio <= 2.0, (key, measured, means[0]["simulated_mean"])
+        model = [means[0]["simulated_mean"]] + [
+            mean_table(first, simulated_series(runs[0], costs, interval, seed))
+            .set_index("column").loc["syn_retrans_per_s", "simulated_mean"]
+            for seed in RETRANS_SEEDS[1:]]
+        ratio = float(np.mean(model)) / measured
+        assert 0.5 <= ratio <= 2.0, (key, measured, model)
         checked += 1
     assert checked >= 1
 
@@ -205,11 +217,13 @@ ONE_WORKER_SETS = {
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=(
-    "39 of the 49 points are within a factor of 2 (2026-12-06).  Outside: the old "
-    "nginx-loopback set at 8,000-12,000/s (0-4.7 times), nginx-loopback-quota at 6,000 and "
-    "7,000/s (2.2 and 2.3), quota-0.2 and workers-1 with multi_accept on at 5,000/s (0.47 "
-    "and 0.37), the 4-ms time-series set at 6,000/s (0.23), cgroup-scopes' workers-1 at "
-    "3,500/s (0.49)"))
+    "38 of the 49 points are within a factor of 2 (2026-12-07, one seed a point).  "
+    "Outside: the old nginx-loopback set at 8,000-12,000/s (0-4.7 times), "
+    "nginx-loopback-quota at 6,000 and 7,000/s (2.2 and 2.2), at 5,000/s quotas' 0.15-CPU "
+    "point with multi_accept on and workers-1 with it off and on (0.49, 0.49, 0.43), and "
+    "the 4-ms time-series set at 6,000/s (0.26 off, 0.50 on).  The points near 0.5 move "
+    "across it from one seed to the next (the day before: 39 of 49, with "
+    "cgroup-scopes' workers-1 at 3,500/s at 0.49 and quotas' point inside)"))
 def test_handshakes_without_a_request_within_a_factor_of_2_at_every_one_worker_point() -> None:
     """The issue's criterion: wherever the kernel completed more than 50 handshakes a
     second that never brought nginx a request (TcpPassiveOpens minus the replies, the mean
