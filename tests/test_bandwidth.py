@@ -255,3 +255,22 @@ def test_a_cut_burst_resumes_cold_whoever_holds_the_quota(layout: str) -> None:
     # us longer: 100 periods give 200 ms, of which 99 cuts' cold costs take 19.8 ms
     assert cpu.usage()["work"] == pytest.approx(0.2, abs=1e-9)
     assert len(ends) == math.floor((0.2 - 99 * 200e-6) / 3e-3)  # 60
+
+
+def test_an_open_loop_on_a_quota_meets_the_period_wherever_it_starts() -> None:
+    """A server idle before its load holds a whole quota when the load starts, wherever
+    the start falls in the period (the period runs on the kernel's grid), so past
+    saturation its first second holds up to one quota more than ten periods' worth: more
+    than ten on average over starts drawn from the seeds, never beyond eleven and a
+    tick's overrun each side.  Started on a period's edge, as every open loop once was,
+    the first second held exactly ten."""
+    used = []
+    for seed in range(1, 7):
+        record = simulate(RunConfig(
+            server="nginx", kernel="linux-modern", rate_per_s=20000.0, duration_s=1.2,
+            warmup_s=0.0, cpu_quota=0.2, cpu_period_s=0.1, timeseries_interval_s=0.1,
+            seed=seed))
+        assert 0.0 <= record["client_start_s"] < 0.1
+        used.append(sum(record["timeseries"]["usage_ms"][:10]))
+    assert max(used) <= 11 * 20.0 + 2 * TICK * 1e3, used
+    assert sum(used) / len(used) > 10.25 * 20.0, used
