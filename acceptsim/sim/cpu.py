@@ -344,6 +344,11 @@ class Core:
         ctx.vlag = limit if lag > limit else -limit if lag < -limit else lag
         ctx.in_tree = False
         ctx.delayed = False
+        self._left_empty(average)
+
+    def _left_empty(self, average: float) -> None:
+        """A task left the run queue, whose average was ``average``: if it was the last,
+        the next task placed in the empty run queue is placed there."""
         if not any(c.in_tree for c in self.contexts):
             self._zero_v = average
 
@@ -372,8 +377,7 @@ class Core:
             best.delayed = False
             best.in_tree = False
             best.vlag = 0.0
-            if not any(c.in_tree for c in self.contexts):
-                self._zero_v = average
+            self._left_empty(average)
 
     # -- the scheduler ---------------------------------------------------------------
     def wake(self, ctx: Context) -> None:
