@@ -90,7 +90,10 @@ class ClientParams(Params):
     )
     timeout_s: float = param(10.0, unit="s", gt=0.0, doc="httperf --timeout, applied per step")
     rtt_s: float = param(
-        100e-6, unit="s", gt=0.0, doc="round-trip time of the client-server LAN (gigabit, sub-ms)"
+        100e-6, unit="s", ge=0.0, doc="round-trip time of the client-server LAN (gigabit, "
+        "sub-ms); on loopback (RunConfig.network) the run sets it to twice the receive "
+        "path's CPU (HostCosts.rx_segment_s), which the sending CPU spends before a "
+        "segment reaches its socket"
     )
     rate_profile: str = param(
         "", unit="", doc="time-varying target rate (models.arrivals), e.g. "
@@ -412,11 +415,14 @@ class Client(ClientSide):
         taking turns on a CPU, its time to start comes: :meth:`_turn_start`)."""
         if self._turns > 1 and not self._users:
             due = self.clock.now - self.owd
-            start = self._turn_start(self._process_of_arrival(), due)
+            process = self._process_of_arrival()
+            start = self._turn_start(process, due)
             if start > due:  # its process is waiting for its turn
-                self.env.call_late_at(start + self.owd, self._start_now)
+                self.env.call_late_at(start + self.owd, self._start_now, process)
                 return
-        self._start_now(None)
+            self._start_now(process)
+            return
+        self._start_now(0)
 
     def _process_of_arrival(self) -> int:
         """The httperf process whose connection falls due now.  Each process makes its
@@ -446,10 +452,21 @@ class Client(ClientSide):
         wait = (process - m) % self._turns
         return at if wait == 0 else phase + float(m + wait) * turn
 
-    def _start_now(self, _: object) -> None:
-        """A new connection's first SYN reaches the server."""
+    def _turn_wait(self, conn: Connection, received: float) -> float:
+        """How long a reply to ``conn`` received at ``received`` waits for its httperf
+        process to read it: until that process's turn (:meth:`_turn_start`) when processes
+        take turns on a CPU, else not at all.  What httperf does next on the connection
+        (its next request, or its close and FIN) leaves from its loop then."""
+        if self._turns == 1 or self._users:
+            return 0.0
+        return self._turn_start(conn.process, received) - received
+
+    def _start_now(self, process: int) -> None:
+        """A new connection of httperf process ``process`` (0 with one per CPU): its first
+        SYN reaches the server."""
         started = self.clock.now - self.owd
         conn = Connection(self._next_id, started, self.give_up_at(started))
+        conn.process = process
         self._next_id += 1
         if started >= self.window_start:
             self.attempted += 1
@@ -776,6 +793,8 @@ class Client(ClientSide):
                 think = self._think_time(conn) if self._think_time is not None else 0.0
             if self._reacts:  # httperf issues the next call from its loop
                 think += self.reaction_delay()
+            if self._turns > 1:
+                think += self._turn_wait(conn, received)
             if self._threads_busy:  # its thread handles the reply, then writes the next
                 think += self._thread_done(received, self._request_cpu) - received
             if self._start_connection is None:
@@ -802,10 +821,14 @@ class Client(ClientSide):
                     received, self._request_cpu + self._connection_cpu))
             elif self._users:
                 self._user_next(received)
-        if not self._reacts:
+        # httperf closes the socket when its loop has read the reply (in its process's turn)
+        wait = self._turn_wait(conn, received) if self._turns > 1 else 0.0
+        if self._reacts:
+            wait += self.reaction_delay()
+        if wait > 0.0:
+            self.clock.post_in(self.rtt + wait, self._kernel_fin, conn)
+        else:
             self._lan.put(self._kernel_fin, conn)
-        else:  # httperf closes the socket when its loop has read the reply
-            self.clock.post_in(self.rtt + self.reaction_delay(), self._kernel_fin, conn)
 
     # -- outcomes ---------------------------------------------------------------------
     def hold(self, conn: Connection) -> None:

@@ -41,6 +41,7 @@ class Connection:
         "data_rtx",  # retransmissions of the request segment (after ListenOverflow)
         "client_dead",  # the client's socket is gone (further segments get RST)
         "outcome",  # None while unresolved, then "completed" or "timed_out"
+        "process",  # the client process that made it (httperf's processes taking turns)
         # kernel side
         "synq_at",  # when the open request was queued
         "young",  # SYN-ACK never retransmitted
@@ -72,6 +73,7 @@ class Connection:
         self.data_rtx = 0
         self.client_dead = False
         self.outcome: str | None = None
+        self.process = 0
         self.synq_at = 0.0
         self.young = False
         self.acked = False
