@@ -403,6 +403,12 @@ class RunConfig(Params):
             return dataclasses.replace(self.costs, **dict.fromkeys(CLIENT_SEGMENT_COSTS, 0.0))
         return self.costs
 
+    def loopback_rtt_s(self) -> float:
+        """The clients' round trip on loopback (``network``): a segment sent on ``lo`` is
+        received in its sender's softirq as it is sent, and reaches its socket once the
+        sending CPU has run the receive path (``costs.rx_segment_s``), both ways."""
+        return 2.0 * self.costs.rx_segment_s
+
     def build_server_params(self) -> Params:
         """The server's parameter set: its defaults updated by ``server_params``."""
         return self.server_spec().params.from_dict(dict(self.server_params))

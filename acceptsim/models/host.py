@@ -112,10 +112,8 @@ class Host:
             # a server that limits the requests of a kept connection closes it then (nginx's
             # keepalive_requests); one whose parameters have no such limit never does
             kept_requests=getattr(server_params, "keepalive_requests", 0),
-            # on loopback a segment is received in its sender's softirq, as it is sent:
-            # it reaches its socket after the receive path's CPU, not a LAN's delay
-            **({"rtt_s": 2.0 * config.costs.rx_segment_s}
-               if config.network == "loopback" else {}),
+            # on loopback a segment reaches its socket as it is sent, not a LAN's delay later
+            **({"rtt_s": config.loopback_rtt_s()} if config.network == "loopback" else {}),
         )
         client_costs = (dataclasses.replace(config.costs, client_loop_base_s=0.0,
                                             client_poll_per_socket_s=0.0)

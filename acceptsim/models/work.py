@@ -78,8 +78,9 @@ def estimate_work(config: RunConfig) -> Work:
     rate = config.rate_per_s if profile is None else profile.peak
     if config.concurrency:  # a closed loop: each user at most one request per round trip,
         # and the server's CPUs at most one per request_s each
-        rtt = ClientParams().rtt_s
-        rate = min(config.concurrency / rtt, config.cpus / config.costs.request_s)
+        rtt = config.loopback_rtt_s() if config.network == "loopback" else ClientParams().rtt_s
+        rate = min(config.concurrency / rtt if rtt > 0 else math.inf,
+                   config.cpus / config.costs.request_s)
     rate += float(getattr(server_params, "bg_rate_per_s", 0.0))
     points = 0.0
     for interval in (config.timeseries_interval_s, config.series_interval_s):
