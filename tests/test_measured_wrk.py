@@ -103,7 +103,10 @@ def test_one_worker_throughput_from_4_connections_up(report: dict) -> None:
                    "tests/test_measured_wrk_repeats.py): 2.5-5 times the model's cycle of "
                    "nginx's wake-up, its CPU and wrk's, which no measured cost explains (a "
                    "sleep after 0.1 ms idle: 10 us and 1 us cold).  The 100-us round trip "
-                   "had filled part of that cycle.  Two workers on one CPU with 4 kept "
+                   "had filled part of that cycle.  Recorded again on a quiet machine "
+                   "(nginx-wrk-quiet, tests/test_measured_wrk_quiet.py) one connection "
+                   "cost nginx 38-63 us a reply, and the model is 10-22% off there, 7.6% "
+                   "over all 16 runs.  Two workers on one CPU with 4 kept "
                    "connections (0.44-0.56 shares measured) miss by 7-23%: nginx's "
                    "keepalive_requests moves them with every 1,000th reply")
 def test_throughput_mape_within_10_percent_over_every_run(report: dict) -> None:
