@@ -9,6 +9,10 @@ every other wrk run is a prediction.  The issue's criteria for a wrk set, checke
 throughput MAPE at most 10% and keep-alive's gain right in sign and size; what does not
 hold yet (the latency's median and tail) is a strict xfail with its numbers.
 
+nginx-wrk-quiet-2 is the whole protocol (1 and 2 workers, 1 to 256 connections) recorded
+right after, with its own costs: one worker within 10%, two without keep-alive not (a
+strict xfail with the numbers).
+
 At one connection nginx sleeps and wakes for every request.  On this quiet machine that
 costs it 35 us of CPU a request (a probe: 7,193 replies/s against its quota of 0.25 CPU);
 in nginx-wrk, recorded when the host's wake-up latency measured 255 +/- 376 us, it cost
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from acceptsim.config_io import load_params_file
@@ -107,3 +112,48 @@ def test_the_fit_is_inside_its_bounds() -> None:
     costs = load_params_file(DATA / "wrk.params.toml")[0]
     assert 1e-6 < costs.request_s < 59.6e-6
     assert costs.keepalive_s > 1e-6 and costs.connection_s > 1e-6
+
+
+# -- nginx-wrk-quiet-2: the whole protocol again, right after ---------------------------
+
+DATA2 = DATA.parent / "nginx-wrk-quiet-2"
+
+
+@pytest.fixture(scope="module")
+def report2() -> dict:
+    runs = [load_run(d) for d in find_runs(DATA2) if d.parent.name != "httperf"]
+    costs = load_params_file(DATA2 / "wrk.params.toml")[0]
+    return validate(runs, costs, jobs=2)
+
+
+def test_the_whole_protocol_again_every_run_compared(report2: dict) -> None:
+    assert len(wrk_rows(report2)) == 40 and report2["excluded"] == []
+
+
+def test_one_worker_throughput_within_10_percent(report2: dict) -> None:
+    """One worker, 1 to 256 connections, keep-alive off and on: MAPE 8.6% over the 20
+    runs."""
+    errors = [abs(r["reply_rate_error_pct"]) for r in wrk_rows(report2)
+              if r["worker_processes"] == 1]
+    assert len(errors) == 20 and np.mean(errors) <= 10.0
+
+
+def test_one_workers_keepalive_gain_from_4_connections_up(report2: dict) -> None:
+    """1.49, 1.39, 1.40 and 1.45 measured at 4, 16, 64 and 256 connections against 1.52,
+    1.42, 1.40 and 1.40."""
+    for g in report2["closed_loop"]["keepalive_gain"]:
+        if g["worker_processes"] == 1 and g["concurrency"] >= 4:
+            assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), g
+
+
+@pytest.mark.xfail(strict=True, reason="13.1% over the 40 runs: one worker 8.6%, two 17.6%.  "
+                   "Two workers without keep-alive are predicted 11-44% above the measured "
+                   "from 4 connections up, where their CPU was 75-97% busy and 8-24% of it "
+                   "ran neither nginx nor its softirqs (4-6% with one worker): work the "
+                   "model does not have takes the CPU the two quotas would use.  And one kept "
+                   "connection: 37-42% above, nginx paying 49-51 us a reply there, 38 us in "
+                   "nginx-wrk-quiet twelve minutes before (the price of a sleep moves on this "
+                   "virtual machine; the model charges the 9.9 us measured after the runs)")
+def test_throughput_mape_within_10_percent_over_every_run_of_the_whole_protocol(
+        report2: dict) -> None:
+    assert report2["closed_loop"]["mape_reply_rate"] <= 10.0
