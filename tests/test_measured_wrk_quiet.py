@@ -148,9 +148,10 @@ def test_one_workers_keepalive_gain_from_4_connections_up(report2: dict) -> None
 
 @pytest.mark.xfail(strict=True, reason="13.1% over the 40 runs: one worker 8.6%, two 17.6%.  "
                    "Two workers without keep-alive are predicted 11-44% above the measured "
-                   "from 4 connections up, where their CPU was 75-97% busy and 8-24% of it "
-                   "ran neither nginx nor its softirqs (4-6% with one worker): work the "
-                   "model does not have takes the CPU the two quotas would use.  And one kept "
+                   "from 4 connections up, each using its quota (the kernel's tick samples "
+                   "read 8-24% of their CPU as other work, but they miss a throttled "
+                   "group's runtime when the period is one tick: the cause is open).  And "
+                   "one kept "
                    "connection: 37-42% above, nginx paying 49-51 us a reply there, 38 us in "
                    "nginx-wrk-quiet twelve minutes before (the price of a sleep moves on this "
                    "virtual machine; the model charges the 9.9 us measured after the runs)")
