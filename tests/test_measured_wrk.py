@@ -38,11 +38,17 @@ pytestmark = pytest.mark.slow
 DATA = Path(__file__).resolve().parent / "data" / "measured" / "nginx-wrk"
 
 
+def wrk_report(data: Path) -> dict:
+    """``acceptsim validate`` of a wrk set's runs (beside them, its httperf runs are what
+    the costs were fitted to) with the set's ``wrk.params.toml``."""
+    runs = [load_run(d) for d in find_runs(data) if d.parent.name != "httperf"]
+    costs = load_params_file(data / "wrk.params.toml")[0]
+    return validate(runs, costs, jobs=2)
+
+
 @pytest.fixture(scope="module")
 def report() -> dict:
-    runs = [load_run(d) for d in find_runs(DATA) if d.parent.name != "httperf"]
-    costs = load_params_file(DATA / "wrk.params.toml")[0]
-    return validate(runs, costs, jobs=2)
+    return wrk_report(DATA)
 
 
 def rows(report: dict, workers: int | None = None, least: int = 1) -> list[dict]:

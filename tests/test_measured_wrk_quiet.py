@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_measured_wrk import rows, wrk_report
 
 from acceptsim.config_io import load_params_file
-from acceptsim.measure import find_runs, load_run
-from acceptsim.measure.calibrate import validate
 
 pytestmark = pytest.mark.slow
 
@@ -38,13 +37,11 @@ DATA = Path(__file__).resolve().parent / "data" / "measured" / "nginx-wrk-quiet"
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    runs = [load_run(d) for d in find_runs(DATA) if d.parent.name != "httperf"]
-    costs = load_params_file(DATA / "wrk.params.toml")[0]
-    return validate(runs, costs, jobs=2)
+    return wrk_report(DATA)
 
 
 def wrk_rows(report: dict) -> list[dict]:
-    return [r for r in report["runs"] if r["client"] == "wrk"]
+    return rows(report)
 
 
 def test_every_run_is_compared_and_neither_client_nor_host_shaped_one(report: dict) -> None:
@@ -121,9 +118,7 @@ DATA2 = DATA.parent / "nginx-wrk-quiet-2"
 
 @pytest.fixture(scope="module")
 def report2() -> dict:
-    runs = [load_run(d) for d in find_runs(DATA2) if d.parent.name != "httperf"]
-    costs = load_params_file(DATA2 / "wrk.params.toml")[0]
-    return validate(runs, costs, jobs=2)
+    return wrk_report(DATA2)
 
 
 def test_the_whole_protocol_again_every_run_compared(report2: dict) -> None:
