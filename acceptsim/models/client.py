@@ -769,8 +769,10 @@ class Client(ClientSide):
                 else:
                     self.clock.post_at(fin_at, self._kernel_fin, conn)
             return
+        # httperf reads the reply (and times it) in its process's turn (:meth:`_turn_wait`)
+        wait = self._turn_wait(conn, received) if self._turns > 1 else 0.0
         self.replies_total += 1
-        if received - conn.request_sent_at > self.slow_bound_s:
+        if received + wait - conn.request_sent_at > self.slow_bound_s:
             self.slow_replies_total += 1
         if self.series is not None:
             slot = int((received - self.start_s) / self.series_interval_s)
@@ -778,7 +780,7 @@ class Client(ClientSide):
                 self.series[slot] += 1
         if self.window_start <= received <= self.window_end:
             self.replies += 1
-            self.response_times.append(received - conn.request_sent_at)
+            self.response_times.append(received + wait - conn.request_sent_at)
             k = int((received - self.window_start) // self._sample_s)
             samples = self.reply_samples
             if k >= len(samples):
@@ -793,8 +795,7 @@ class Client(ClientSide):
                 think = self._think_time(conn) if self._think_time is not None else 0.0
             if self._reacts:  # httperf issues the next call from its loop
                 think += self.reaction_delay()
-            if self._turns > 1:
-                think += self._turn_wait(conn, received)
+            think += wait
             if self._threads_busy:  # its thread handles the reply, then writes the next
                 think += self._thread_done(received, self._request_cpu) - received
             if self._start_connection is None:
@@ -821,8 +822,7 @@ class Client(ClientSide):
                     received, self._request_cpu + self._connection_cpu))
             elif self._users:
                 self._user_next(received)
-        # httperf closes the socket when its loop has read the reply (in its process's turn)
-        wait = self._turn_wait(conn, received) if self._turns > 1 else 0.0
+        # httperf closes the socket when its loop has read the reply
         if self._reacts:
             wait += self.reaction_delay()
         if wait > 0.0:
