@@ -183,3 +183,21 @@ def test_nginx_closes_a_kept_connection_after_keepalive_requests() -> None:
         assert abs(record["connections"]["attempted"] - (4 + replies / limit)) <= 4
     userver = run_point(RunConfig.from_dict({**base, "server": "userver"}))
     assert userver["httperf"]["replies"] > 2000 and userver["connections"]["attempted"] == 4
+
+
+def test_a_request_that_says_close_is_closed_with_its_reply() -> None:
+    """wrk without keep-alive asks ``Connection: close``: nginx closes the socket as soon
+    as the reply is written (``ngx_http_finalize_connection``), so at one connection it
+    sleeps once a reply, for the next connection, as the measured nginx does (1.0 a reply
+    in tests/data/measured/nginx-wrk-quiet), not twice, the second time until the client's
+    FIN; and it never holds more than the one connection."""
+    config = RunConfig.from_dict({
+        "server": "nginx", "client": "wrk", "wrk_threads": 1, "concurrency": 1,
+        "keepalive": False, "network": "loopback", "duration_s": 1.0, "warmup_s": 0.2,
+        "kernel": "linux-modern"})
+    # wrk's own CPU per reply and per new connection (nginx-wrk-quiet: about 70 us)
+    record = run_point(config.replace(costs=config.costs.replace(
+        client_request_s=50e-6, client_connection_s=20e-6)))
+    assert record["reply_rate_per_s"] > 1000
+    assert record["epoll_sleeps_per_s"] / record["reply_rate_per_s"] == pytest.approx(1.0, abs=0.02)
+    assert record["open_connections_mean"] <= 1.0
