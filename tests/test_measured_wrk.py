@@ -75,7 +75,7 @@ def test_keepalives_gain_at_4_connections_on_one_worker(report: dict) -> None:
     """At 4 kept connections on one worker the next request on a connection reaches nginx
     while it serves the other three, so it never sleeps and overruns its CFS quota
     (a probe on the testbed: 1,255 of 1,258 periods throttled, never idle); without
-    keep-alive it sleeps between connections.  The gain is 2.08 predicted against 2.28
+    keep-alive it sleeps between connections.  The gain is 2.07 predicted against 2.28
     measured (the model's nginx with keep-alive: no sleep, 6,270/s against 5,609/s).  With
     the LAN's 100-us round trip on loopback it found nothing ready and slept 0.25 times
     per reply (5,291/s): the gain was 1.78."""
