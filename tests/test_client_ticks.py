@@ -24,6 +24,7 @@ from acceptsim.models.costs import CLUSTER1
 from acceptsim.models.kernel import LINUX_24
 from acceptsim.models.workloads import OnePacket, OnePacketParams
 from acceptsim.sim import Environment
+from acceptsim.sim.engine import Calls
 from acceptsim.sim.streams import Streams
 
 TICK = LINUX_24.client_timer_tick_s
@@ -46,7 +47,7 @@ def client(profile=LINUX_24):  # type: ignore[no-untyped-def]
     c = Client(env, ClientParams(rate_per_s=1000.0), profile,
                OnePacket(OnePacketParams(), streams), streams, CLUSTER1)
     kernel = SynRecorder(env)
-    c._kernel_syn = kernel.syn  # only SYNs reach the server in these tests
+    c._kernel_syn = Calls(kernel.syn)  # only SYNs reach the server in these tests
     return env, c, kernel
 
 

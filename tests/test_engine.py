@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptsim.models.client import _Uniforms
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import BLOCK, Cpu, Environment, interrupts
 from acceptsim.sim.engine import POSTED, SIFTED_HEAP, DelayLine, Entry
@@ -457,13 +456,29 @@ def test_the_event_heap_pops_entries_in_heapqs_order(ops: list[tuple[str, int, i
     assert not theirs
 
 
-def test_the_clients_uniform_draws_are_the_values_of_the_streams_block_sampler() -> None:
-    """httperf's loop phase, drawn natively by the client, takes the stream's own
-    values, across block refills."""
+def test_native_draws_are_the_values_of_the_streams_block_sampler() -> None:
+    """httperf's loop phase and the arrivals' gaps, drawn natively (Streams.draws), take
+    the stream's own values, across block refills; a recurring call's gaps are read as
+    they are drawn."""
     n = 2 * BLOCK_SIZE + 3
-    native = _Uniforms(Streams(7), "client_loop")
+    native = Streams(7).draws("client_loop", lambda g, k: g.random(k))
     sampler = Streams(7).sampler("client_loop", lambda g, k: g.random(k))
     assert [native.draw() for _ in range(n)] == [sampler() for _ in range(n)]
+    gaps = Streams(7).draws("arrivals", lambda g, k: g.exponential(0.5, k))
+    expected = Streams(7).exponential("arrivals", 0.5)
+    assert [gaps() for _ in range(n)] == [expected() for _ in range(n)]
+    env = Environment()
+    times: list[float] = []
+    env.call_recurring(0.0, Streams(7).draws("arrivals", lambda g, k: g.exponential(0.5, k)),
+                       lambda _: times.append(env.now))
+    env.call_recurring(0.0, lambda: 0.25, lambda _: None)  # a plain function's gaps too
+    env.run(until=5000.0)  # about 10,000 draws
+    assert len(times) > n
+    expected = Streams(7).exponential("arrivals", 0.5)
+    at = 0.0
+    for t in times[:n]:
+        assert t == at
+        at += expected()
 
 
 def test_the_event_loop_opens_a_window_for_signals(monkeypatch: pytest.MonkeyPatch) -> None:

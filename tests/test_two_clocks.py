@@ -28,6 +28,7 @@ from acceptsim.models.connection import Connection
 from acceptsim.models.host import Host
 from acceptsim.models.kernel import LINUX_MODERN
 from acceptsim.models.runner import run_point
+from acceptsim.sim.engine import Calls
 from acceptsim.sim.errors import ConfigError
 
 #: the measuring host's client clocks, the modern profile's: HZ=250 and the 4.8+ wheel
@@ -129,7 +130,7 @@ def test_httperfs_fin_leaves_in_its_process_turn() -> None:
         fins.append((host.env.now - c.owd, conn.process))
         kernel_fin(conn)
 
-    c._kernel_fin = fin
+    c._kernel_fin = Calls(fin)
     host.run()
     phase = c._tick_phase[0]
     turns = [math.floor((t - phase) / 0.004 + 1e-6) % 4 for t, _ in fins]

@@ -231,8 +231,8 @@ def count_events(config: RunConfig) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     fire, step_task = engine.fire, engine.step_task
 
-    def name(fn: Any) -> str:
-        return str(getattr(fn, "__qualname__", type(fn).__name__))
+    def name(fn: Any) -> str:  # a function's name, or what a handler says it calls
+        return str(getattr(fn, "__qualname__", None) or repr(fn))
 
     def counted_fire(clock: Any, entry: Any) -> None:
         kind = entry.kind

@@ -58,16 +58,27 @@ from mypy_extensions import mypyc_attr
 from acceptsim.models import arrivals
 from acceptsim.models.connection import SYN_RECV, SYN_SENT, Connection
 from acceptsim.models.costs import CLUSTER1
-from acceptsim.models.kernel import ClientSide
+from acceptsim.models.kernel import (
+    BARE_ACK,
+    FIN,
+    FIRST_REQUEST,
+    HANDSHAKE_ACK,
+    REQUEST,
+    RESET,
+    SYN,
+    ClientSide,
+    ListenPath,
+    Segment,
+)
 from acceptsim.models.tcp import SendPath
 from acceptsim.models.workloads import Workload
-from acceptsim.sim.engine import DelayLine
+from acceptsim.sim.engine import DelayLine, Draws, DrawsOf, Handler
 from acceptsim.sim.params import Params, param
-from acceptsim.sim.streams import BLOCK_SIZE, Streams
+from acceptsim.sim.streams import Streams
 
 if TYPE_CHECKING:
     from acceptsim.models.costs import HostCosts
-    from acceptsim.models.kernel import KernelProfile, ListenPath
+    from acceptsim.models.kernel import KernelProfile
     from acceptsim.sim.engine import Environment
 
 
@@ -151,26 +162,24 @@ _WHEEL_BUCKETS: Final = 64
 _WHEEL_LEVELS: Final = 9
 
 
-class _Uniforms:
-    """Uniform draws on [0, 1) from the run's stream ``name``, read natively by the
-    compiled client: the values ``streams.sampler(name, lambda g, n: g.random(n))``
-    gives, drawn in the same blocks of :data:`~acceptsim.sim.streams.BLOCK_SIZE` (a generic
-    sampler is a call through Python's calling convention for every value)."""
+def _uniform(gen: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` uniform draws on [0, 1) (a block of :meth:`Streams.draws`)."""
+    return gen.random(n)
 
-    __slots__ = ("_gen", "_block", "_next")
 
-    def __init__(self, streams: Streams, name: str) -> None:
-        self._gen = streams.generator(name)
-        self._block: list[float] = []
-        self._next = 0
+class _Arrivals(Handler):
+    """The client's open-loop arrivals: the handler of their recurring call."""
 
-    def draw(self) -> float:
-        i = self._next
-        if i == len(self._block):  # the block is used up: the next one
-            self._block = self._gen.random(BLOCK_SIZE).tolist()
-            i = 0
-        self._next = i + 1
-        return self._block[i]
+    __slots__ = ("client",)
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def __repr__(self) -> str:  # what it calls (acceptsim bench --events names it so)
+        return "Client._arrival"
+
+    def handle(self, value: object) -> None:
+        self.client._arrival(value)
 
 
 class Client(ClientSide):
@@ -224,19 +233,19 @@ class Client(ClientSide):
         self._turns: int = params.processes_per_cpu
         self._turn_s: float = profile.sched_tick_s
         if self._turns > 1:
-            self._turn_place = _Uniforms(streams, "client_turns")
-            self._process_draw = _Uniforms(streams, "client_processes")
+            self._turn_place = streams.draws("client_turns", _uniform)
+            self._process_draw = streams.draws("client_processes", _uniform)
         mean_gap = 1.0 / params.rate_per_s
-        if params.spacing == "poisson":
-            self._gap = streams.exponential("arrivals", mean_gap)
-        else:
-            self._gap = lambda: mean_gap
+        self._gap: Draws = (
+            streams.draws("arrivals", lambda g, n: g.exponential(mean_gap, n))
+            if params.spacing == "poisson" else DrawsOf(lambda: mean_gap)
+        )  # fmt: skip
         #: the time-varying target rate, if any (None: constant ``rate_per_s``)
         self.rate_profile = arrivals.parse(params.rate_profile)
         if self.rate_profile is not None:
-            self._gap = arrivals.thinned_gaps(
+            self._gap = DrawsOf(arrivals.thinned_gaps(
                 self.rate_profile, streams, lambda: env.now - self.owd, params.spacing
-            )
+            ))
         self._next_id = 0
         #: connections that fell due (deterministic spacing: dealt to the processes in turn)
         self._arrivals = 0
@@ -279,7 +288,7 @@ class Client(ClientSide):
         if costs is not None and (costs.client_loop_base_s or costs.client_poll_per_socket_s):
             self._loop_base = costs.client_loop_base_s
             self._loop_per_socket = costs.client_poll_per_socket_s / costs.client_machines
-            self._phase = _Uniforms(streams, "client_loop")
+            self._phase = streams.draws("client_loop", _uniform)
             self._reacts = True
         #: the client kernels' timer tick (0: retransmission timers fire at their exact
         #: instant) and, per client machine, the phase of its ticks
@@ -351,14 +360,15 @@ class Client(ClientSide):
         """Send this client's segments to ``listen_path``, the server's listen socket (or
         the group of sockets a SYN's hash picks from)."""
         self.listen_path = listen_path
-        # its entry points, bound once: segments are handed to them by the thousand
-        self._kernel_syn = listen_path.syn
-        self._kernel_handshake_ack = listen_path.handshake_ack
-        self._kernel_bare_ack = listen_path.bare_ack
-        self._kernel_first_request = listen_path.first_request
-        self._kernel_request = listen_path.request_arrives
-        self._kernel_fin = listen_path.fin
-        self._kernel_reset = listen_path.reset
+        # a handler per kind of segment, made once: segments are handed to them by the
+        # thousand, and the engine calls them natively
+        self._kernel_syn: Handler = Segment(listen_path, SYN)
+        self._kernel_handshake_ack: Handler = Segment(listen_path, HANDSHAKE_ACK)
+        self._kernel_bare_ack: Handler = Segment(listen_path, BARE_ACK)
+        self._kernel_first_request: Handler = Segment(listen_path, FIRST_REQUEST)
+        self._kernel_request: Handler = Segment(listen_path, REQUEST)
+        self._kernel_fin: Handler = Segment(listen_path, FIN)
+        self._kernel_reset: Handler = Segment(listen_path, RESET)
 
     def share_one_kernel(self) -> None:
         """Every client process runs on the server's kernel (the clients on the server's
@@ -408,7 +418,8 @@ class Client(ClientSide):
                                    self._arrival)
             return
         # each arrival draws the gap to the next before it runs
-        self.env.call_recurring(self.start_s + self._gap() + self.owd, self._gap, self._arrival)
+        self.env.call_recurring(self.start_s + self._gap.draw() + self.owd, self._gap,
+                               _Arrivals(self))
 
     def _arrival(self, _: object) -> None:
         """A new connection's first SYN reaches the server (or, with httperf's processes
@@ -481,7 +492,7 @@ class Client(ClientSide):
         self.hold(conn)
         if self._users:
             self._user_timers.call_at(conn.deadline, self._user_gives_up, conn)
-        self._kernel_syn(conn)
+        self._kernel_syn.handle(conn)
 
     # -- a closed loop's users --------------------------------------------------------------
     def _user_gives_up(self, conn: Connection) -> None:
@@ -646,7 +657,7 @@ class Client(ClientSide):
             if connected >= self.window_start:
                 self.requests += 1
             if in_connect:
-                self._kernel_handshake_ack(conn)
+                self._kernel_handshake_ack.handle(conn)
             else:
                 self._lan.put(self._kernel_handshake_ack, conn)
             return
@@ -661,7 +672,7 @@ class Client(ClientSide):
         if sent >= self.window_start:
             self.requests += 1
         if in_connect:  # and the request, written on loopback, is received as it is sent
-            self._kernel_bare_ack(conn)
+            self._kernel_bare_ack.handle(conn)
             self.clock.post_at(sent, self._kernel_first_request, conn)
             return
         self._lan.put(self._kernel_bare_ack, conn)
@@ -673,9 +684,9 @@ class Client(ClientSide):
         acknowledges the SYN-ACK too, is one more try at the move, and the client
         retransmits it on the data RTO until it gets in or the orphaned socket gives up
         (``orphan_retries``)."""
-        self._kernel_fin(conn)
+        self._kernel_fin.handle(conn)
         if conn.state == SYN_RECV:
-            self._kernel_bare_ack(conn)
+            self._kernel_bare_ack.handle(conn)
             self._fin_unacknowledged(conn, self.clock.now - self.owd)
 
     def _fin_unacknowledged(self, conn: Connection, sent: float) -> None:
@@ -689,7 +700,7 @@ class Client(ClientSide):
         if conn.state != SYN_RECV:  # it got in, or was reset
             return
         conn.data_rtx += 1
-        self._kernel_bare_ack(conn)
+        self._kernel_bare_ack.handle(conn)
         self._fin_unacknowledged(conn, self.clock.now - self.owd)
 
     def _after_syn_timers(self, at: float, fn: Callable[[Any], None], conn: Connection) -> None:
@@ -739,7 +750,7 @@ class Client(ClientSide):
     def check_client_gone(self, conn: Connection) -> None:
         """The server touches ``conn``: if the client's FIN has arrived by now, say so."""
         if not conn.eof and self.clock.now >= conn.deadline + self.owd:
-            self._kernel_fin(conn)
+            self._kernel_fin.handle(conn)
 
     def _line_reply(self, conn: Any) -> None:
         """A one-step reply whose frames waited on their link has left it (now)."""
@@ -765,7 +776,7 @@ class Client(ClientSide):
             fin_at = conn.deadline + self.owd
             if not conn.eof:
                 if fin_at <= now:
-                    self._kernel_fin(conn)
+                    self._kernel_fin.handle(conn)
                 else:
                     self.clock.post_at(fin_at, self._kernel_fin, conn)
             return

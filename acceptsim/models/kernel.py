@@ -32,7 +32,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, cast
 
 from mypy_extensions import mypyc_attr, trait
 
@@ -44,6 +44,7 @@ from acceptsim.models.connection import (
     SYN_SENT,
     Connection,
 )
+from acceptsim.sim.engine import Handler
 from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -266,26 +267,84 @@ class ClientSide:
         raise NotImplementedError
 
 
-class ListenPath(Protocol):
+class ListenPath:
     """What the client machines send a server's listening port: a :class:`ListenSocket`,
     or a group of them that picks one per connection
-    (:class:`acceptsim.models.multicore.ReuseportGroup`)."""
+    (:class:`acceptsim.models.multicore.ReuseportGroup`).  A native base class, so that a
+    :class:`Segment`'s delivery is a native call in the compiled build."""
 
-    def syn(self, conn: Connection) -> None: ...
+    def syn(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def handshake_ack(self, conn: Connection) -> None: ...
+    def handshake_ack(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def bare_ack(self, conn: Connection) -> None: ...
+    def bare_ack(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def first_request(self, conn: Connection) -> None: ...
+    def first_request(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def retransmitted_segment(self, conn: Connection) -> None: ...
+    def retransmitted_segment(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def fin(self, conn: Connection) -> None: ...
+    def fin(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def request_arrives(self, conn: Connection) -> None: ...
+    def request_arrives(self, conn: Connection) -> None:
+        raise NotImplementedError
 
-    def reset(self, conn: Connection) -> None: ...
+    def reset(self, conn: Connection) -> None:
+        raise NotImplementedError
+
+
+# The segments a client sends (a :class:`Segment`'s ``kind``), each delivered by the
+# ListenPath method of its name
+SYN: Final = 0
+HANDSHAKE_ACK: Final = 1
+BARE_ACK: Final = 2
+FIRST_REQUEST: Final = 3
+REQUEST: Final = 4
+FIN: Final = 5
+RESET: Final = 6
+#: the ListenPath method that delivers each kind
+SEGMENT_METHODS: Final = (
+    "syn", "handshake_ack", "bare_ack", "first_request", "request_arrives", "fin", "reset",
+)
+
+
+class Segment(Handler):
+    """One kind of segment from the client machines to ``path`` (``kind``: :data:`SYN`,
+    ...): ``handle(conn)`` delivers one, now.  The client schedules these on the event
+    heap and its delay lines, which call them natively."""
+
+    __slots__ = ("path", "kind")
+
+    def __init__(self, path: ListenPath, kind: int) -> None:
+        self.path = path
+        self.kind = kind
+
+    def __repr__(self) -> str:  # what it calls (acceptsim bench --events names it so)
+        return f"{type(self.path).__name__}.{SEGMENT_METHODS[self.kind]}"
+
+    def handle(self, value: object) -> None:
+        conn = cast(Connection, value)
+        kind = self.kind
+        path = self.path
+        if kind == SYN:
+            path.syn(conn)
+        elif kind == BARE_ACK:
+            path.bare_ack(conn)
+        elif kind == FIRST_REQUEST:
+            path.first_request(conn)
+        elif kind == FIN:
+            path.fin(conn)
+        elif kind == HANDSHAKE_ACK:
+            path.handshake_ack(conn)
+        elif kind == REQUEST:
+            path.request_arrives(conn)
+        else:
+            path.reset(conn)
 
 
 @trait
@@ -303,7 +362,7 @@ class Application:
         raise NotImplementedError
 
 
-class ListenSocket:
+class ListenSocket(ListenPath):
     """A listening socket on the server host, with its two queues."""
 
     def __init__(

@@ -55,7 +55,13 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from acceptsim.models import policies
-from acceptsim.models.kernel import REUSEPORT_SECRET, Application, ListenSocket, flow_hash
+from acceptsim.models.kernel import (
+    REUSEPORT_SECRET,
+    Application,
+    ListenPath,
+    ListenSocket,
+    flow_hash,
+)
 from acceptsim.models.servers.base import (
     WAKE_ALL,
     WAKE_ALONE,
@@ -172,7 +178,7 @@ class AcceptMutex:
             self.owner = None
 
 
-class ReuseportGroup:
+class ReuseportGroup(ListenPath):
     """Listening sockets bound with ``SO_REUSEPORT`` to one port: what the clients send
     to, each connection's segments going to the socket its hash picks."""
 

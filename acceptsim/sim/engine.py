@@ -70,7 +70,7 @@ LATE: Final = 2
 
 #: call ``fn(value)``
 CALL: Final = 0
-#: move on by a draw of ``owner`` (the gap function), then call ``fn(value)``
+#: move on by a draw of ``owner`` (the gaps, :class:`Draws`), then call ``fn(value)``
 RECURRING: Final = 1
 #: the head of the :class:`DelayLine` ``owner`` is due
 LINE: Final = 2
@@ -81,6 +81,35 @@ EVENT: Final = 4
 #: call ``fn(value)``, as :data:`CALL`, from an entry nobody else holds
 #: (:meth:`Clock.post_in`): once called, it goes back to its clock's pool for the next
 POSTED: Final = 5
+
+
+class Handler:
+    """A callback that the compiled engine calls natively: an entry's ``fn`` may be one
+    (a call through Python's calling convention, with its checks of the arguments and the
+    result, costs about as much as the rest of a packet's delivery), and calling it is
+    calling :meth:`handle`.  A subclass defines :meth:`handle`; :class:`Calls` wraps a
+    plain function."""
+
+    __slots__ = ()
+
+    def handle(self, value: Any) -> None:
+        """What happens: ``value`` is the value the call was scheduled with."""
+        raise NotImplementedError
+
+    def __call__(self, value: Any) -> None:
+        self.handle(value)
+
+
+class Calls(Handler):
+    """A :class:`Handler` that calls ``fn(value)`` (a function where a handler is kept)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self.fn = fn
+
+    def handle(self, value: Any) -> None:
+        self.fn(value)
 
 
 class Entry:
@@ -232,6 +261,53 @@ if __file__.endswith(".py"):  # from source: heapq's C functions, the same order
     heap_replace = heapq.heapreplace  # type: ignore[assignment]  # noqa: F811
 
 
+class Draws:
+    """A stream of numbers read one at a time by :meth:`draw`, from blocks that
+    ``refill()`` gives (a list each; :meth:`acceptsim.sim.streams.Streams.draws` makes
+    them from a run's random stream).  A native class: the compiled models and a
+    recurring call's gaps (:meth:`Environment.call_recurring`) read a draw without a
+    call through Python's calling convention; calling the object gives a draw too."""
+
+    __slots__ = ("_refill", "_block", "_next")
+
+    def __init__(self, refill: Callable[[], list[float]]) -> None:
+        self._refill = refill
+        self._block: list[float] = []
+        self._next: i64 = 0
+
+    def draw(self) -> float:
+        """The next number."""
+        i = self._next
+        if i == len(self._block):  # the block is used up: the next one
+            self._block = self._refill()
+            i = 0
+        self._next = i + 1
+        return self._block[i]
+
+    def __call__(self) -> float:
+        return self.draw()
+
+
+class DrawsOf(Draws):
+    """:class:`Draws` whose every number is a call of ``fn()`` (a constant gap, a gap of
+    a time-varying rate)."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[], float]) -> None:
+        super().__init__(list)
+        self._fn = fn
+
+    def draw(self) -> float:
+        return self._fn()
+
+
+#: entries a clock's pool starts with: a list that empties and fills again frees and
+#: allocates its storage each time (Python shrinks a list's storage when it falls below
+#: half), and the pool of a run below saturation holds only a few
+POOL_START: Final = 32
+
+
 class Clock:
     """The simulated time and the event heap, in one small object of their own.
 
@@ -249,8 +325,8 @@ class Clock:
         self.seq = 0
         #: entries of :data:`POSTED` calls and of delay lines' calls already made, for the
         #: next ones (an entry used again costs less than one made and freed, and these
-        #: calls are a run's commonest)
-        self.pool: list[Entry] = []
+        #: calls are a run's commonest); it starts with :data:`POOL_START` of them
+        self.pool: list[Entry] = [Entry(0.0, NORMAL, 0, POSTED) for _ in range(POOL_START)]
 
     def push(self, entry: Entry, at: float) -> None:
         """Put ``entry`` on the heap at instant ``at`` with the next sequence number."""
@@ -374,7 +450,10 @@ class DelayLine:
         head.fn = None
         head.value = None
         clock.pool.append(head)  # first: the call may put again
-        fn(value)
+        if isinstance(fn, Handler):
+            fn.handle(value)
+        else:
+            fn(value)
 
 
 class TimerLane:
@@ -438,7 +517,10 @@ class TimerLane:
                 heap_push(self.clock.heap, head)
         fn = timer.fn
         assert fn is not None
-        fn(timer.value)
+        if isinstance(fn, Handler):
+            fn.handle(timer.value)
+        else:
+            fn(timer.value)
 
 
 #: run every host on the general loop (:meth:`Environment._run_until_multi`), one CPU
@@ -534,14 +616,17 @@ class Environment(simpy.Environment):
         return self.clock.call_in(delay, fn, value)
 
     def call_recurring(
-        self, delay: float, gap: Callable[[], float], fn: Callable[[Any], None], value: Any = None
+        self, delay: float, gap: Draws | Callable[[], float], fn: Callable[[Any], None],
+        value: Any = None,
     ) -> Entry:
         """Call ``fn(value)`` after ``delay`` seconds, then again after each ``gap()`` draw
-        (drawn when the previous call fires, before ``fn`` runs)."""
+        (drawn when the previous call fires, before ``fn`` runs; a :class:`Draws` is read
+        natively)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         clock = self.clock
-        call = Entry(0.0, NORMAL, 0, RECURRING, fn, value, gap)
+        gaps = gap if isinstance(gap, Draws) else DrawsOf(gap)
+        call = Entry(0.0, NORMAL, 0, RECURRING, fn, value, gaps)
         clock.push(call, clock.now + delay)
         return call
 
@@ -678,10 +763,13 @@ class Environment(simpy.Environment):
         cpu = self.cpu
         assert cpu is not None
         task_time = cpu.task_time
-        # the account of the last burst's category, kept while the category repeats
-        # (a look-up in the dictionary costs more than all the rest of a burst's book-keeping)
-        last_category: str | None = None
-        account = Account()
+        # the accounts of three categories the bursts named (a server's bursts name two or
+        # three; a look-up in the dictionary costs more than all the rest of a burst's
+        # book-keeping), a fourth taking the place of the one looked up first
+        category_a: str | None = None
+        category_b: str | None = None
+        category_c: str | None = None
+        account = account_a = account_b = account_c = Account()
         block = BLOCK
         # events left before the next window for signals (sim.interrupts)
         countdown: i64 = interrupts.EVENTS_PER_WINDOW
@@ -720,9 +808,17 @@ class Environment(simpy.Environment):
                 # build checks and unpacks it natively
                 category, cost = cast("tuple[str, float]", item)
                 cpu._category = category
-                if category is not last_category:  # a server's bursts mostly repeat one
+                if category is category_a:
+                    account = account_a
+                elif category is category_b:
+                    account = account_b
+                elif category is category_c:
+                    account = account_c
+                else:  # a fourth: it takes the oldest's place
                     account = task_time[category]
-                    last_category = category
+                    category_c, account_c = category_b, account_b
+                    category_b, account_b = category_a, account_a
+                    category_a, account_a = category, account
                 account.used += cost
                 free = cpu.kernel_free_at
                 cpu.task_end = (free if free > task_end else task_end) + cost
@@ -776,7 +872,10 @@ def fire(clock: Clock, entry: Entry) -> None:
         entry.fn = None
         entry.value = None
         clock.pool.append(entry)
-        posted(value)
+        if isinstance(posted, Handler):
+            posted.handle(value)
+        else:
+            posted(value)
         return
     if kind == LINE:
         line: DelayLine = entry.owner
@@ -797,8 +896,8 @@ def fire(clock: Clock, entry: Entry) -> None:
         lane.fire()
         return
     if kind == RECURRING:  # its next instant replaces this one
-        gap: Callable[[], float] = entry.owner
-        entry.t = entry.t + gap()
+        gaps: Draws = entry.owner
+        entry.t = entry.t + gaps.draw()
         entry.seq = clock.seq
         clock.seq += 1
         heap_replace(heap, entry)
@@ -806,4 +905,7 @@ def fire(clock: Clock, entry: Entry) -> None:
         heap_pop(heap)
     fn = entry.fn
     assert fn is not None
-    fn(entry.value)
+    if isinstance(fn, Handler):
+        fn.handle(entry.value)
+    else:
+        fn(entry.value)

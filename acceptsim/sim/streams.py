@@ -20,6 +20,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from acceptsim.sim.engine import Draws
 from acceptsim.sim.errors import ConfigError
 
 #: numbers drawn per refill of a block sampler; large enough to amortise the
@@ -45,6 +46,12 @@ class Streams:
     def sampler(self, name: str, draw: Callable[[np.random.Generator, int], np.ndarray]) -> Sampler:
         """A fast scalar sampler: ``draw(gen, n)`` is called for blocks of n values."""
         return _block_sampler(self.generator(name), draw)
+
+    def draws(self, name: str, draw: Callable[[np.random.Generator, int], np.ndarray]) -> Draws:
+        """The values :meth:`sampler` gives, in the same blocks, as a :class:`Draws` (which
+        the compiled hot path reads natively); for a stream of floats."""
+        gen = self.generator(name)
+        return Draws(lambda: draw(gen, BLOCK_SIZE).tolist())
 
     def exponential(self, name: str, mean: float) -> Sampler:
         return self.sampler(name, lambda g, n: g.exponential(mean, n))
