@@ -73,6 +73,24 @@ INF: Final = float("inf")
 Task = Generator[Any, None, None]
 
 
+class Burst:
+    """A CPU burst a task yields, as the tuple ``(category, cost)`` is: ``cost`` seconds of
+    ``category``.  A native object that a server keeps and sets again for each burst whose
+    cost varies (``yield work.of(cost)``): the engine reads it as it is yielded, and never
+    keeps it, where a tuple and its boxed float are made and freed per burst."""
+
+    __slots__ = ("category", "cost")
+
+    def __init__(self, category: str, cost: float = 0.0) -> None:
+        self.category = category
+        self.cost = cost
+
+    def of(self, cost: float) -> Burst:
+        """This burst, costing ``cost`` seconds now."""
+        self.cost = cost
+        return self
+
+
 class Account:
     """Processor seconds the task has used under one category."""
 

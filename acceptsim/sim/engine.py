@@ -54,7 +54,7 @@ from mypy_extensions import i64
 from simpy.core import EmptySchedule, Infinity, StopSimulation
 
 from acceptsim.sim import interrupts
-from acceptsim.sim.cpu import BLOCK, INF, Account
+from acceptsim.sim.cpu import BLOCK, INF, Account, Burst
 
 if TYPE_CHECKING:
     from acceptsim.sim.cpu import Context, Cpu
@@ -804,9 +804,13 @@ class Environment(simpy.Environment):
                 if item is block:
                     cpu.task_end = INF
                     continue
-                # a burst is a (category, seconds) tuple: declared so, the compiled
-                # build checks and unpacks it natively
-                category, cost = cast("tuple[str, float]", item)
+                # a burst is a Burst, or a (category, seconds) tuple: declared so, the
+                # compiled build checks and unpacks it natively
+                if isinstance(item, Burst):
+                    category = item.category
+                    cost = item.cost
+                else:
+                    category, cost = cast("tuple[str, float]", item)
                 cpu._category = category
                 if category is category_a:
                     account = account_a
@@ -849,7 +853,11 @@ def step_task(cpu: Cpu, task_end: float) -> None:
     if item is BLOCK:
         cpu.task_end = INF
         return
-    category, cost = cast("tuple[str, float]", item)
+    if isinstance(item, Burst):
+        category = item.category
+        cost = item.cost
+    else:
+        category, cost = cast("tuple[str, float]", item)
     cpu._category = category
     if category is not cpu._account_category:
         cpu._account = cpu.task_time[category]

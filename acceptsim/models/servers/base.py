@@ -34,7 +34,7 @@ from mypy_extensions import mypyc_attr
 from acceptsim.models import policies
 from acceptsim.models.connection import CLOSED, Connection
 from acceptsim.models.kernel import Application
-from acceptsim.sim.cpu import INF, Task
+from acceptsim.sim.cpu import INF, Burst, Task
 
 #: the CPU category of accept() calls, for every server
 ACCEPT: Final = "accept"
@@ -63,6 +63,7 @@ class RequestBurst:
         self.per_byte = per_byte
         self.reply_bytes: Any = None
         self.burst: object = None
+        self._plus = Burst(category)
 
     def of(self, reply_bytes: Any) -> object:
         """The burst of a request whose reply has ``reply_bytes`` bytes."""
@@ -74,7 +75,7 @@ class RequestBurst:
     def plus(self, reply_bytes: Any, extra: float) -> object:
         """The burst of a request that writes ``reply_bytes`` bytes of its reply, with
         ``extra`` seconds more (the segments beyond the first: models.tcp)."""
-        return (self.category, self.request_s + self.per_byte * float(reply_bytes) + extra)
+        return self._plus.of(self.request_s + self.per_byte * float(reply_bytes) + extra)
 
 
 #: how a worker learns that a listening socket it shares with other workers has a
@@ -88,8 +89,8 @@ WAKE_MUTEX: Final = "mutex"  # nginx's accept_mutex: only the holder watches the
 
 class DrawnRequestBurst(RequestBurst):
     """A request's CPU burst whose cost is multiplied by a factor drawn per request
-    (``factor()``: a sampler of mean 1; :mod:`acceptsim.models.request_cost`), a new
-    burst each."""
+    (``factor()``: a sampler of mean 1; :mod:`acceptsim.models.request_cost`), set
+    again for each."""
 
     def __init__(
         self, category: str, request_s: float, per_byte: float, factor: Callable[[], float]
@@ -99,11 +100,11 @@ class DrawnRequestBurst(RequestBurst):
 
     def of(self, reply_bytes: Any) -> object:
         cost = (self.request_s + self.per_byte * float(reply_bytes)) * self.factor()
-        return (self.category, cost)
+        return self._plus.of(cost)
 
     def plus(self, reply_bytes: Any, extra: float) -> object:
         cost = (self.request_s + self.per_byte * float(reply_bytes)) * self.factor()
-        return (self.category, cost + extra)
+        return self._plus.of(cost + extra)
 
 
 class WorkerWiring:

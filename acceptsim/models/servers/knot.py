@@ -81,7 +81,7 @@ from acceptsim.models.policies import AcceptPolicy
 from acceptsim.models.servers.base import RequestBurst, Server, ServerCounters, WorkerWiring
 from acceptsim.models.servers.pool import SCHEDULE, PoolWorker
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK, Task
+from acceptsim.sim.cpu import BLOCK, Burst, Task
 from acceptsim.sim.params import Params, param
 
 if TYPE_CHECKING:
@@ -270,6 +270,9 @@ class Knot(Server):
         tx = client.tx
         mss: int = tx.mss
         write_io: float = self.costs.write_s + io
+        # the bursts whose cost varies, set again for each (sim.cpu.Burst)
+        schedule = Burst(SCHEDULE)
+        write = Burst(WORK)
         while True:
             th = self.next_worker()
             if th is None:
@@ -277,7 +280,7 @@ class Knot(Server):
                     yield BLOCK
                     continue
                 poll = self._poll_base + self._poll_per_conn * float(self.open)
-                yield SCHEDULE, poll
+                yield schedule.of(poll)
                 self._polled(poll)
                 continue
             yield switch_burst
@@ -330,7 +333,7 @@ class Knot(Server):
                         tx.abandon(conn)
                         continue
                     chunk = tx.chunk(conn)
-                    yield WORK, write_io + tx.send_cost(chunk, False)
+                    yield write.of(write_io + tx.send_cost(chunk, False))
                     if tx.wrote(conn, chunk, False):
                         self.requests += 1
                         continue

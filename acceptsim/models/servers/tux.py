@@ -62,7 +62,7 @@ from acceptsim.models.connection import Connection
 from acceptsim.models.policies import AcceptPolicy
 from acceptsim.models.servers.base import Server, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK, INF, Task
+from acceptsim.sim.cpu import BLOCK, INF, Burst, Task
 from acceptsim.sim.params import Params, param
 
 #: math.expm1 as a constant of this module (the compiled build then calls it without a look-up)
@@ -177,6 +177,9 @@ class Tux(Server):
         acc = self.acceptor
         # a work_budget() that never bounds, without the calls (the same value)
         bounded_work = policy.bounds_work
+        # the bursts (each costs its connection's cache term too), set again for each
+        accept = Burst(ACCEPT)
+        work = Burst(WORK)
         while True:
             if not pending and not acc.ready(listen):
                 yield BLOCK
@@ -189,7 +192,7 @@ class Tux(Server):
                     while acc.take():  # (an empty queue ends the phase: nothing to yield)
                         conn: Connection = acc.conn  # type: ignore[assignment]
                         conn.server = _TuxConn()
-                        yield ACCEPT, accept_s + self._touch(conn)
+                        yield accept.of(accept_s + self._touch(conn))
                         acc.took()
                         if conn.pending or conn.eof:
                             self.readable(conn)
@@ -221,14 +224,14 @@ class Tux(Server):
                             self.readable(conn)
                             continue
                         chunk = tx.chunk(conn)
-                        yield WORK, send_s + tx.send_cost(chunk, first) + self._touch(conn)
+                        yield work.of(send_s + tx.send_cost(chunk, first) + self._touch(conn))
                         if tx.wrote(conn, chunk, first):
                             state.send = False
                             if conn.pending or conn.eof:
                                 self.readable(conn)
                     elif state.send:
                         state.send = False
-                        yield WORK, (
+                        yield work.of(
                             send_s + per_byte * float(conn.reply_bytes) + self._touch(conn)
                         )
                         client.reply(conn)
@@ -237,11 +240,11 @@ class Tux(Server):
                     elif conn.pending:
                         client.check_client_gone(conn)
                         conn.pending -= 1
-                        yield WORK, request_s + self._touch(conn)
+                        yield work.of(request_s + self._touch(conn))
                         state.send = True
                         self.readable(conn)
                     elif conn.eof:
-                        yield WORK, close_s + self._touch(conn)
+                        yield work.of(close_s + self._touch(conn))
                         self.release(conn)
                 self.work_phases += 1
                 self.conns_worked += items

@@ -38,7 +38,7 @@ from acceptsim.models.policies import AcceptPolicy
 from acceptsim.models.request_cost import RequestCostParams, request_bursts
 from acceptsim.models.servers.base import ACCEPT, WAKE_ALL, Server, WorkerWiring
 from acceptsim.models.servers.spec import ServerSpec
-from acceptsim.sim.cpu import BLOCK, INF, Task
+from acceptsim.sim.cpu import BLOCK, INF, Burst, Task
 from acceptsim.sim.params import param
 
 GETEVENTS: Final = "getevents"
@@ -146,13 +146,16 @@ class Userver(Server):
         tx = client.tx
         mss: int = tx.mss
         write_s: float = self.costs.write_s
+        # the bursts whose cost varies, set again for each (sim.cpu.Burst)
+        select = Burst(GETEVENTS)
+        write = Burst(WORK)
         while True:
             # 1. getevents
             if own_getevents:  # Userver.getevents, in place
-                yield GETEVENTS, self.select_cost()
+                yield select.of(self.select_cost())
                 while not self.ready and not acc.ready(listen):
                     yield BLOCK
-                    yield GETEVENTS, self.select_cost()
+                    yield select.of(self.select_cost())
                 self.select_calls += 1
                 ready, self.ready = self.ready, []
             else:
@@ -187,7 +190,7 @@ class Userver(Server):
                             self.release(conn)
                             continue
                         chunk = tx.chunk(conn)
-                        yield WORK, write_s + tx.send_cost(chunk, False)
+                        yield write.of(write_s + tx.send_cost(chunk, False))
                         if tx.wrote(conn, chunk, False):
                             self.replies_sent += 1
                             if asks_close:  # closed now: a FIN that comes meanwhile is
