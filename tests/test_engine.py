@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import BLOCK, Cpu, Environment, interrupts
-from acceptsim.sim.engine import POSTED, SIFTED_HEAP, DelayLine, Entry
+from acceptsim.sim.cpu import Burst
+from acceptsim.sim.engine import POSTED, SIFTED_HEAP, Calls, DelayLine, Entry
 from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 
@@ -553,3 +554,72 @@ def test_the_one_cpu_loop_gives_the_general_loops_records(fields: dict) -> None:
         for name in timing:
             record.pop(name, None)
     assert json.dumps(general, default=repr) == json.dumps(one, default=repr)
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["one-cpu loop", "general loop"])
+def test_a_burst_object_set_again_is_the_tuple_it_stands_for(general: bool) -> None:
+    """A task may yield a Burst it keeps and sets again (Burst.of) instead of a tuple: the
+    same ends, the same accounts, on both event loops; with more categories than the
+    one-CPU loop keeps accounts of at hand (three), each still charged its own."""
+    from acceptsim.sim import engine
+
+    def run(as_objects: bool) -> tuple[list[float], dict[str, float]]:
+        env = Environment()
+        categories = ["a", "b", "c", "d", "e"]
+        cpu = Cpu(env, categories)
+        bursts = {c: Burst(c) for c in categories}
+        ends: list[float] = []
+
+        def task():  # type: ignore[no-untyped-def]
+            for i in range(40):
+                category = categories[(i * i + i // 3) % 5]
+                cost = 0.001 * (i % 7 + 1)
+                yield bursts[category].of(cost) if as_objects else (category, cost)
+                ends.append(env.now)
+
+        cpu.start(task())
+        env.call_recurring(0.0005, lambda: 0.003, lambda _: cpu.interrupt(0.0002))
+        env.run(until=1.0)
+        return ends, cpu.usage()
+
+    engine.general_loop_only(general)
+    try:
+        assert run(True) == run(False)
+        ends, usage = run(True)
+    finally:
+        engine.general_loop_only(False)
+    assert len(ends) == 40
+    expected = {c: 0.0 for c in "abcde"}
+    for i in range(40):
+        expected["abcde"[(i * i + i // 3) % 5]] += 0.001 * (i % 7 + 1)
+    for c, used in expected.items():
+        assert usage[c] == pytest.approx(used, abs=1e-12), c
+
+
+def test_a_handler_is_called_natively_where_a_function_would_be() -> None:
+    """An entry's fn may be a Handler (the client's segments are): called with its value,
+    at the instant and in the order a plain function would be, on the heap, a delay line
+    and a timer lane alike; Calls wraps a function as one."""
+    def run(wrap: bool) -> list[tuple[str, float, object]]:
+        env = Environment()
+        seen: list[tuple[str, float, object]] = []
+
+        def fn(tag: str):  # type: ignore[no-untyped-def]
+            def call(value: object) -> None:
+                seen.append((tag, env.now, value))
+            return Calls(call) if wrap else call
+
+        line = env.delay_line(0.5)
+        lane = env.timer_lane()
+        env.call_in(1.0, fn("call"), 1)
+        env.clock.post_in(0.5, fn("posted"), 2)
+        line.put(fn("line"), 3)
+        lane.call_at(0.5, fn("lane"), 4)
+        env.call_recurring(0.25, lambda: 0.25, fn("recurring"), 5)
+        env.run(until=1.1)
+        return seen
+
+    handled = run(True)
+    assert handled == run(False)
+    assert [tag for tag, _, _ in handled].count("recurring") == 4
+    assert ("line", 0.5, 3) in handled and ("lane", 0.5, 4) in handled

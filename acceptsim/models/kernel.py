@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast
 
-from mypy_extensions import mypyc_attr, trait
+from mypy_extensions import i64, mypyc_attr, trait
 
 from acceptsim.models.connection import (
     ACCEPTED,
@@ -187,11 +187,11 @@ def flow_hash(conn_id: int, secret: int) -> int:
     """A connection's hash: a fixed mix of its id under ``secret`` (28 bits), standing
     for one of the kernel's hashes of the client's address and port (each with a random
     secret of its own: the SYN queue's, the NIC's RSS hash, reuseport's).  (Every product
-    stays below 2**58: the compiled build keeps it in a machine word.)"""
-    h = (conn_id ^ secret) & 0xFFFFFFF
+    stays below 2**58: the compiled build computes it in a 64-bit word, ``i64``.)"""
+    h: i64 = (i64(conn_id) ^ i64(secret)) & 0xFFFFFFF
     h = ((h ^ (h >> 15)) * 0x2C1B3C6D) & 0xFFFFFFF
     h = ((h ^ (h >> 12)) * 0x297A2D39) & 0xFFFFFFF
-    return h ^ (h >> 15)
+    return int(h ^ (h >> 15))
 
 
 #: the secrets of the kernel's three hashes of a connection (:func:`flow_hash`): distinct,

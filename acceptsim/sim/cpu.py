@@ -116,11 +116,13 @@ class Cpu:
         self.task_end = INF
         self._task: Task | None = None
         self._category: str | None = None
-        #: the account of the category last looked up by the event loop, kept while the
-        #: category repeats (:func:`acceptsim.sim.engine.step_task`: a server's bursts mostly
-        #: repeat one, and a look-up in the dictionary costs more than the rest of a burst)
-        self._account_category: str | None = None
-        self._account = Account()
+        #: the accounts of three categories the event loop looked up (:meth:`account_of`:
+        #: a server's bursts name two or three, and a look-up in the dictionary costs
+        #: more than the rest of a burst's book-keeping)
+        self._category_a: str | None = None
+        self._category_b: str | None = None
+        self._category_c: str | None = None
+        self._account_a = self._account_b = self._account_c = Account()
         #: the CFS bandwidth limit of the task's cgroup, if any (:meth:`limit`), and the
         #: task's place in it (its index in ``Bandwidth.cpus``)
         self.bandwidth: Bandwidth | None = None
@@ -205,6 +207,21 @@ class Cpu:
         free = self.kernel_free_at
         self._category = None
         self.task_end = free if free > now else now
+
+    def account_of(self, category: str) -> Account:
+        """The account of ``category`` (one of the task's), one of three kept at hand; a
+        fourth takes the place of the one looked up first."""
+        if category is self._category_a:
+            return self._account_a
+        if category is self._category_b:
+            return self._account_b
+        if category is self._category_c:
+            return self._account_c
+        account = self.task_time[category]
+        self._category_c, self._account_c = self._category_b, self._account_b
+        self._category_b, self._account_b = self._category_a, self._account_a
+        self._category_a, self._account_a = category, account
+        return account
 
     def usage(self) -> dict[str, float]:
         """CPU seconds used per category up to ``env.now`` (kernel included)."""

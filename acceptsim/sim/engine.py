@@ -54,7 +54,7 @@ from mypy_extensions import i64
 from simpy.core import EmptySchedule, Infinity, StopSimulation
 
 from acceptsim.sim import interrupts
-from acceptsim.sim.cpu import BLOCK, INF, Account, Burst
+from acceptsim.sim.cpu import BLOCK, INF, Burst
 
 if TYPE_CHECKING:
     from acceptsim.sim.cpu import Context, Cpu
@@ -762,14 +762,6 @@ class Environment(simpy.Environment):
         heap = clock.heap
         cpu = self.cpu
         assert cpu is not None
-        task_time = cpu.task_time
-        # the accounts of three categories the bursts named (a server's bursts name two or
-        # three; a look-up in the dictionary costs more than all the rest of a burst's
-        # book-keeping), a fourth taking the place of the one looked up first
-        category_a: str | None = None
-        category_b: str | None = None
-        category_c: str | None = None
-        account = account_a = account_b = account_c = Account()
         block = BLOCK
         # events left before the next window for signals (sim.interrupts)
         countdown: i64 = interrupts.EVENTS_PER_WINDOW
@@ -812,18 +804,7 @@ class Environment(simpy.Environment):
                 else:
                     category, cost = cast("tuple[str, float]", item)
                 cpu._category = category
-                if category is category_a:
-                    account = account_a
-                elif category is category_b:
-                    account = account_b
-                elif category is category_c:
-                    account = account_c
-                else:  # a fourth: it takes the oldest's place
-                    account = task_time[category]
-                    category_c, account_c = category_b, account_b
-                    category_b, account_b = category_a, account_a
-                    category_a, account_a = category, account
-                account.used += cost
+                cpu.account_of(category).used += cost
                 free = cpu.kernel_free_at
                 cpu.task_end = (free if free > task_end else task_end) + cost
                 continue
@@ -859,10 +840,7 @@ def step_task(cpu: Cpu, task_end: float) -> None:
     else:
         category, cost = cast("tuple[str, float]", item)
     cpu._category = category
-    if category is not cpu._account_category:
-        cpu._account = cpu.task_time[category]
-        cpu._account_category = category
-    cpu._account.used += cost
+    cpu.account_of(category).used += cost
     free = cpu.kernel_free_at
     cpu.task_end = (free if free > task_end else task_end) + cost
 

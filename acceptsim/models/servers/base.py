@@ -67,7 +67,7 @@ class RequestBurst:
 
     def of(self, reply_bytes: Any) -> object:
         """The burst of a request whose reply has ``reply_bytes`` bytes."""
-        if reply_bytes != self.reply_bytes:
+        if reply_bytes is not self.reply_bytes and reply_bytes != self.reply_bytes:
             self.reply_bytes = reply_bytes
             self.burst = (self.category, self.request_s + self.per_byte * float(reply_bytes))
         return self.burst

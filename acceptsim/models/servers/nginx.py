@@ -36,16 +36,18 @@ wake-up rule is nginx's configuration (facts from ``ngx_event.c`` and
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 from mypy_extensions import mypyc_attr
 
+from acceptsim.models.connection import Connection
 from acceptsim.models.request_cost import RequestCostParams
 from acceptsim.models.servers.base import WAKE_ALL, WAKE_EXCLUSIVE, WAKE_MUTEX, SharedAcceptPhase
 from acceptsim.models.servers.spec import ServerSpec
 from acceptsim.models.servers.userver import CATEGORIES, GETEVENTS, Userver
-from acceptsim.sim.cpu import BLOCK
+from acceptsim.sim.cpu import BLOCK, Burst
 from acceptsim.sim.engine import DelayLine
 from acceptsim.sim.params import param, summary_of
 
@@ -128,6 +130,8 @@ class Nginx(Userver):
         self.epoll_base_s: float = costs.epoll_base_s
         self.epoll_per_event_s: float = costs.epoll_per_event_s
         self.wakeup_s: float = costs.wakeup_s
+        #: epoll_wait's burst, set again for each call (sim.cpu.Burst)
+        self._epoll_burst = Burst(GETEVENTS)
         self.epoll_ctl_s: float = costs.epoll_ctl_s
         #: accept events between two re-adds of the shared socket (nginx's own parameter:
         #: read with the rule that uses it)
@@ -145,7 +149,7 @@ class Nginx(Userver):
         if isinstance(self.acceptor, SharedAcceptPhase):
             self.acceptor.after = self.after_accept_phase
 
-    def getevents(self):  # type: ignore[no-untyped-def]
+    def getevents(self) -> Generator[Any, None, list[Connection]]:
         """``epoll_wait``: sleep until something is ready; pay per event returned."""
         held = False
         if self.mutex is not None:
@@ -177,7 +181,7 @@ class Nginx(Userver):
         if self.ctl_owed:
             cost += self.ctl_owed
             self.ctl_owed = 0.0
-        yield GETEVENTS, cost
+        yield self._epoll_burst.of(cost)
         self.select_calls += 1
         if len(self.ready) <= cap:
             ready, self.ready = self.ready, []
