@@ -314,7 +314,7 @@ SEGMENT_METHODS: Final = (
 
 
 class Segment(Handler):
-    """One kind of segment from the client machines to ``path`` (``kind``: :data:`SYN`,
+    """One kind of segment from the client machines to ``path`` (``kind``: ``SYN``,
     ...): ``handle(conn)`` delivers one, now.  The client schedules these on the event
     heap and its delay lines, which call them natively."""
 

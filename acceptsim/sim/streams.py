@@ -48,8 +48,9 @@ class Streams:
         return _block_sampler(self.generator(name), draw)
 
     def draws(self, name: str, draw: Callable[[np.random.Generator, int], np.ndarray]) -> Draws:
-        """The values :meth:`sampler` gives, in the same blocks, as a :class:`Draws` (which
-        the compiled hot path reads natively); for a stream of floats."""
+        """The values :meth:`sampler` gives, in the same blocks, as a
+        :class:`~acceptsim.sim.engine.Draws` (which the compiled hot path reads natively);
+        for a stream of floats."""
         gen = self.generator(name)
         return Draws(lambda: draw(gen, BLOCK_SIZE).tolist())
 
