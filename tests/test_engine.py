@@ -623,3 +623,34 @@ def test_a_handler_is_called_natively_where_a_function_would_be() -> None:
     assert handled == run(False)
     assert [tag for tag, _, _ in handled].count("recurring") == 4
     assert ("line", 0.5, 3) in handled and ("lane", 0.5, 4) in handled
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.floats(0.01, 0.3)), min_size=1, max_size=40))
+def test_a_delay_line_keeps_any_number_pending_in_fifo_order(
+    steps: list[tuple[int, float]],
+) -> None:
+    """A line's ring of pending calls grows when full, from wherever its first call sits:
+    bursts of puts between runs of the clock (up to hundreds pending) come out at their
+    instants and in the order they were put, as plain calls do, and the line counts what
+    it holds."""
+    def run(on_line: bool) -> list[tuple[float, int]]:
+        env = Environment()
+        line = env.delay_line(0.5)
+        seen: list[tuple[float, int]] = []
+        n = 0
+        for puts, advance in steps:
+            for _ in range(puts):
+                if on_line:
+                    line.put(lambda v: seen.append((env.now, v)), n)
+                else:
+                    env.call_in(0.5, lambda v: seen.append((env.now, v)), n)
+                n += 1
+            env.run(until=env.now + advance)
+            if on_line:
+                assert len(line) == n - len(seen)
+        env.run()
+        assert not on_line or len(line) == 0
+        return seen
+
+    assert run(True) == run(False)

@@ -237,7 +237,7 @@ def count_events(config: RunConfig) -> dict[str, Any]:
     def counted_fire(clock: Any, entry: Any) -> None:
         kind = entry.kind
         if kind == engine.LINE:
-            counts["line " + name(entry.owner.queue[0].fn)] += 1
+            counts["line " + name(entry.owner.first().fn)] += 1
         elif kind == engine.LANE:
             counts["lane " + name(entry.owner.heap[0].fn)] += 1
         elif kind == engine.EVENT:

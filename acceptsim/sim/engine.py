@@ -45,7 +45,6 @@ from __future__ import annotations
 import gc
 import heapq
 import os
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -302,6 +301,9 @@ class DrawsOf(Draws):
         return self._fn()
 
 
+#: places a delay line's ring starts with (a power of two; it doubles when full)
+RING_START: Final = 8
+
 #: entries a clock's pool starts with: a list that empties and fills again frees and
 #: allocates its storage each time (Python shrinks a list's storage when it falls below
 #: half), and the pool of a run below saturation holds only a few
@@ -392,53 +394,85 @@ class DelayLine:
     :class:`Entry` from the clock's pool (its instant, ``fn`` and ``value``), which
     goes back to the pool when the call is made: a call on a line allocates
     nothing once the pool holds as many entries as are ever pending at once.
+
+    The pending entries sit in a ring: a list whose length is a power of two, the
+    first at ``start``, ``count`` of them (the compiled build reads and writes a list's
+    places natively, where each operation of a deque is a call through Python).
     """
 
-    __slots__ = ("clock", "delay", "queue", "entry", "_append", "_popleft")
+    __slots__ = ("clock", "delay", "ring", "start", "count", "entry")
 
     def __init__(self, env: Environment, delay: float) -> None:
         if not delay >= 0:
             raise ValueError(f"delay={delay!r}: must be >= 0")
         self.clock = env.clock
         self.delay = delay
-        self.queue: deque[Entry] = deque()
-        # the queue's two operations, bound once: the compiled build calls a bound
-        # method without looking it up (a deque has no native operations)
-        self._append: Callable[[Entry], None] = self.queue.append
-        self._popleft: Callable[[], Entry] = self.queue.popleft
         #: the line's place on the event heap (while it holds anything)
         self.entry = Entry(0.0, NORMAL, 0, LINE, None, None, self)
+        self.ring: list[Entry] = [self.entry] * RING_START  # (places not in use: any entry)
+        self.start: i64 = 0
+        self.count: i64 = 0
         env._delay_lines.append(self)  # for Environment.discard
+
+    def __len__(self) -> int:
+        return self.count
+
+    def first(self) -> Entry:
+        """The pending call that comes next (the line holds one at least)."""
+        return self.ring[self.start]
+
+    def clear(self) -> None:
+        """Drop every pending call."""
+        self.ring = [self.entry] * RING_START
+        self.start = 0
+        self.count = 0
+
+    def _add(self, item: Entry) -> None:
+        ring = self.ring
+        size: i64 = len(ring)
+        if self.count == size:  # full: twice the places, the calls in order from 0
+            first = self.start
+            self.ring = ring = ring[first:] + ring[:first] + ring
+            self.start = 0
+            size = 2 * size
+        ring[(self.start + self.count) & (size - 1)] = item
+        self.count += 1
 
     def put(self, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` after this line's delay."""
         clock = self.clock
         at = clock.now + self.delay
-        if not self.queue:
+        if not self.count:
             clock.push(self.entry, at)
-        self._append(clock.pending(at, fn, value))
+        self._add(clock.pending(at, fn, value))
 
     def put_at(self, at: float, fn: Callable[[Any], None], value: Any = None) -> None:
         """Call ``fn(value)`` at ``at``, an instant of the caller's own, no earlier than
         now or than the last instant on this line (so the line stays in FIFO order):
         for timers that each know their instant and are set in the order they fire."""
-        queue = self.queue
         clock = self.clock
-        if at < clock.now or (queue and at < queue[-1].t):
+        count = self.count
+        ring = self.ring
+        if at < clock.now or (
+            count and at < ring[(self.start + count - 1) & (len(ring) - 1)].t
+        ):
             raise ValueError(f"at={at!r}: earlier than now or than the line's last instant")
-        if not queue:
+        if not count:
             clock.push(self.entry, at)
-        self._append(clock.pending(at, fn, value))
+        self._add(clock.pending(at, fn, value))
 
     def fire(self) -> None:
         """The head's time has come (the line's entry is at the top of the heap): call
         it, and move the entry to the next head's instant, or off the heap."""
-        queue = self.queue
         clock = self.clock
-        head = self._popleft()
-        if queue:  # the line's next head takes its place: one sift, not two
+        ring = self.ring
+        first = self.start
+        head = ring[first]
+        self.start = (first + 1) & (len(ring) - 1)
+        self.count -= 1
+        if self.count:  # the line's next head takes its place: one sift, not two
             entry = self.entry
-            entry.t = queue[0].t
+            entry.t = ring[self.start].t
             entry.seq = clock.seq
             clock.seq += 1
             heap_replace(clock.heap, entry)
@@ -579,7 +613,7 @@ class Environment(simpy.Environment):
         self.clock.heap.clear()
         self.clock.pool.clear()
         for line in self._delay_lines:
-            line.queue.clear()
+            line.clear()
         for lane in self._timer_lanes:
             lane.heap.clear()
 
