@@ -201,3 +201,70 @@ def test_a_request_that_says_close_is_closed_with_its_reply() -> None:
     assert record["reply_rate_per_s"] > 1000
     assert record["epoll_sleeps_per_s"] / record["reply_rate_per_s"] == pytest.approx(1.0, abs=0.02)
     assert record["open_connections_mean"] <= 1.0
+
+
+# -- a reply that wakes wrk's thread (HostCosts.wake_reader_s) ---------------------------
+WAKE_S = 10e-6
+
+
+def wrk_run(concurrency: int, request_cpu_s: float, wake_s: float, **fields: object) -> dict:
+    config = RunConfig.from_dict({
+        "server": "nginx", "client": "wrk", "wrk_threads": 1, "concurrency": concurrency,
+        "keepalive": True, "network": "loopback", "duration_s": 0.5, "warmup_s": 0.1,
+        "kernel": "linux-modern", **fields})
+    return run_point(config.replace(costs=config.costs.replace(
+        client_request_s=request_cpu_s, wake_reader_s=wake_s)), checked=False)
+
+
+@pytest.mark.parametrize("server", ["nginx", "haproxy", "userver", "knot", "tux", "prefork",
+                                    "flash-sped", "flash-mp"])
+def test_every_reply_to_wrks_sleeping_thread_costs_its_sender_the_wake_up(server: str) -> None:
+    """One kept connection: wrk's thread sleeps in epoll_wait whenever its one request is
+    at the server, so each reply wakes it, and the server pays ``wake_reader_s`` beyond its
+    send (a loopback segment is received inside its sender's send).  The server is idle
+    while wrk works, so the reply rate is the same; its CPU grows by the wake-ups alone."""
+    without = wrk_run(1, 20e-6, 0.0, server=server)
+    woken = wrk_run(1, 20e-6, WAKE_S, server=server)
+    assert woken["reply_rate_per_s"] == without["reply_rate_per_s"] > 1000
+    grown = woken["cpu_share"]["work"] - without["cpu_share"]["work"]
+    assert grown == pytest.approx(woken["reply_rate_per_s"] * WAKE_S, rel=0.01)
+
+
+def test_a_wrk_thread_that_is_never_idle_is_never_woken() -> None:
+    """16 kept connections and wrk slower per request than nginx: its thread always has a
+    reply to read, never sleeps, and the server pays no wake-up (nginx sleeps instead)."""
+    without = wrk_run(16, 60e-6, 0.0)
+    woken = wrk_run(16, 60e-6, WAKE_S)
+    assert woken["epoll_sleeps_per_s"] > 0.9 * woken["reply_rate_per_s"]
+    assert woken["cpu_share"] == pytest.approx(without["cpu_share"], abs=1e-12)
+
+
+def test_a_woken_wrk_thread_runs_a_wake_up_latency_later_and_replies_meanwhile_find_it_woken(
+) -> None:
+    """wrk's woken thread runs ``wakeup_latency_s`` after the reply that woke it, as the
+    server's CPU does after the request that wakes nginx: at one connection each request's
+    cycle is two latencies longer; at four, replies that come while wrk's thread is waking
+    cost the server nothing more."""
+    fast = wrk_run(1, 20e-6, WAKE_S)
+    slow = wrk_run(1, 20e-6, WAKE_S, costs={"wakeup_latency_s": 50e-6})
+    cycle = 1 / slow["reply_rate_per_s"] - 1 / fast["reply_rate_per_s"]
+    assert cycle == pytest.approx(2 * 50e-6, rel=0.05)
+    four = wrk_run(4, 20e-6, WAKE_S, costs={"wakeup_latency_s": 50e-6})
+    four_free = wrk_run(4, 20e-6, 0.0, costs={"wakeup_latency_s": 50e-6})
+    wakes = (four["cpu_share"]["work"] - four_free["cpu_share"]["work"]) / WAKE_S
+    assert 0.0 < wakes < 0.5 * four["reply_rate_per_s"]
+
+
+def test_httperf_busy_polls_so_no_reply_wakes_it() -> None:
+    """An open loop's httperf never sleeps: with any wake_reader_s, the same seed gives the
+    same run."""
+    config = RunConfig.from_dict({"server": "nginx", "rate_per_s": 5000.0, "duration_s": 0.5,
+                                  "warmup_s": 0.1, "network": "loopback",
+                                  "kernel": "linux-modern"})
+    plain = run_point(config, checked=False)
+    woken = run_point(config.replace(costs=config.costs.replace(wake_reader_s=WAKE_S)),
+                      checked=False)
+    for record in (plain, woken):
+        record.pop("sim_cpu_time_s")
+        record.pop("sim_conns_per_cpu_s")
+    assert woken == plain

@@ -74,6 +74,10 @@ ACCEPT_BATCH = 500
 WAKEUP_GAPS_S = (0.2e-3, 1e-3, 3e-3, 10e-3)
 #: seconds each gap's benchmark runs per repeat (its count: this over the gap)
 WAKEUP_SECONDS = 1.0
+#: what waking a sleeping reader costs its sender: the gap between sends (the reader,
+#: woken and done, is asleep again well before the next) and the sends per sample
+WAKE_READER_GAP_S = 0.2e-3
+WAKE_READER_SENDS = 2000
 
 #: the load of the server benchmark (nginx's or HAProxy's CPU per reply): one-packet
 #: requests well below saturation
@@ -496,6 +500,64 @@ def bench_wakeup(n: int, client_cpu: int, gap_s: float = 200e-6) -> float:
         b.close()
 
 
+def _read_waking(sock: socket.socket, cpu: int, sleeps: bool) -> None:
+    """Peer: read ``sock`` until its end, each read after an ``epoll_wait`` that sleeps
+    until data comes (``sleeps``) or that polls without sleeping (timeout 0, again and
+    again): the same calls but for the sleep."""
+    import select
+
+    pin(cpu)
+    ep = select.epoll()
+    ep.register(sock.fileno(), select.EPOLLIN)
+    timeout = -1 if sleeps else 0
+    while True:
+        if ep.poll(timeout, 1) and not sock.recv(1 << 16):
+            return
+
+
+def bench_wake_reader(n: int, client_cpu: int, gap_s: float = WAKE_READER_GAP_S) -> float:
+    """What a loopback send costs its sender beyond the send itself when it wakes a
+    reader asleep in epoll_wait on ``client_cpu``: the sender's CPU time in ``n`` sends
+    of one small segment, ``gap_s`` apart, to a reader that sleeps between them, minus
+    the same to a reader that polls epoll without sleeping.  On loopback the segment is
+    received inside its sender's send, so the wake-up (run-queue work and the
+    inter-processor interrupt to the reader's idle CPU; in a virtual machine an exit that
+    kicks the halted virtual CPU) runs there."""
+
+    def per_send(sleeps: bool) -> float:
+        with socket.socket() as lsock:
+            lsock.bind((ADDRESS, 0))
+            lsock.listen(1)
+            sender = socket.create_connection(lsock.getsockname())
+            sender.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            reader, _ = lsock.accept()
+        reader_proc = _peer(_read_waking, reader, client_cpu, sleeps)
+        reader.close()
+        try:
+            payload = b"x" * SEND_SIZES[0]
+            send, cpu_ns, clock = sender.send, time.thread_time_ns, time.perf_counter
+            time.sleep(0.05)  # the reader is in its loop
+            spent = 0
+            for _ in range(n):
+                t0 = cpu_ns()
+                send(payload)
+                spent += cpu_ns() - t0
+                deadline = clock() + gap_s  # busy-waiting: this CPU never idles
+                while clock() < deadline:
+                    pass
+            t0 = cpu_ns()
+            for _ in range(n):  # the clock reads' own cost
+                cpu_ns()
+            spent -= (cpu_ns() - t0) * 2
+            return spent / n / 1e9
+        finally:
+            sender.shutdown(socket.SHUT_WR)
+            sender.close()
+            _stop(reader_proc)
+
+    return per_send(True) - per_send(False)
+
+
 def cold_fit(costs: dict[float, float] | Sequence[tuple[float, float]]
              ) -> tuple[float, float, float]:
     """(warm, cold, tau) of the least-squares curve ``warm + cold * (1 - exp(-gap /
@@ -642,6 +704,8 @@ def measure_costs(
                 count = max(20, min(operations, round(WAKEUP_SECONDS / gap)))
                 add(f"wakeup_after_{round(gap * 1e6)}us_s", bench_wakeup(count, client_cpu, gap))
             add("wakeup_latency_s", bench_wake_latency(min(operations, 1000), client_cpu))
+            add("wake_reader_s", bench_wake_reader(min(operations, WAKE_READER_SENDS),
+                                                   client_cpu))
     finally:
         os.sched_setaffinity(0, allowed)
 
@@ -725,6 +789,11 @@ def measure_costs(
       "the other CPU to the return of a blocking epoll_wait() on an idle CPU, minus the same "
       "delay for a task polling without sleeping: the time a woken task waits to run",
       min(n, 1000), cost_field="wakeup_latency_s")
+    m("wake_reader_s", samples["wake_reader_s"], f"one send() of {SEND_SIZES[0]} bytes "
+      f"every {WAKE_READER_GAP_S * 1e3:g} ms to a loopback reader asleep in epoll_wait on "
+      "the other CPU, minus the same to a reader polling epoll without sleeping: the "
+      "wake-up's work in the sender's context", min(n, WAKE_READER_SENDS),
+      cost_field="wake_reader_s")
     if nginx_plan is not None:
         server = nginx_plan.server
         say(f"{server} per reply")

@@ -272,6 +272,11 @@ class Client(ClientSide):
         self._threads_busy = bool(
             self._users and params.connect_threads and (self._request_cpu or self._connection_cpu)
         )
+        #: whether the thread that took the last reply (``_thread_done``) was asleep, and
+        #: what waking such a thread costs the reply's sender (:meth:`reply` returns it)
+        self._thread_slept = False
+        self._wake_reader_s: float = costs.wake_reader_s if costs is not None else 0.0
+        self._wake_latency: float = costs.wakeup_latency_s if costs is not None else 0.0
         self._first_request_at: float = 0.0
         self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out), in no order: each
@@ -518,7 +523,12 @@ class Client(ClientSide):
         for i in range(1, len(free)):
             if free[i] < free[best]:
                 best = i
-        start = free[best] if free[best] > at else at
+        if free[best] > at:
+            self._thread_slept = False
+            start = free[best]
+        else:  # asleep in epoll_wait: the work wakes it, and it runs a wake-up's latency
+            self._thread_slept = True  # later (work arriving meanwhile finds it woken)
+            start = at + self._wake_latency
         done = start + cpu
         free[best] = done
         return done
@@ -756,17 +766,21 @@ class Client(ClientSide):
         """A one-step reply whose frames waited on their link has left it (now)."""
         self.reply(conn, True)
 
-    def reply(self, conn: Connection, streamed: bool = False) -> None:
+    def reply(self, conn: Connection, streamed: bool = False) -> float:
         """The last byte of the reply to the current request left the server (now): it
         reaches the client a one-way delay later.  ``streamed``: it was sent through the
         send path (:class:`~acceptsim.models.tcp.SendPath`); else the server wrote it in
         one step just now, and its frames are counted on their link here
-        (:meth:`~acceptsim.models.tcp.SendPath.whole`)."""
+        (:meth:`~acceptsim.models.tcp.SendPath.whole`).
+
+        Returns the CPU the sender owes beyond its send for waking the client thread that
+        reads the reply, if that thread was asleep (``HostCosts.wake_reader_s``; 0.0
+        otherwise, and always for a client that busy-polls)."""
         if not streamed:
             late = self.tx.whole(conn)
             if late > 0.0:  # its frame waits on its link behind earlier ones
                 self.clock.post_in(late, self._line_reply, conn)
-                return
+                return 0.0
         now = self.clock.now
         received = now + self.owd
         if received > conn.deadline or conn.outcome is not None:
@@ -779,7 +793,7 @@ class Client(ClientSide):
                     self._kernel_fin.handle(conn)
                 else:
                     self.clock.post_at(fin_at, self._kernel_fin, conn)
-            return
+            return 0.0
         # httperf reads the reply (and times it) in its process's turn (:meth:`_turn_wait`)
         wait = self._turn_wait(conn, received) if self._turns > 1 else 0.0
         self.replies_total += 1
@@ -807,8 +821,11 @@ class Client(ClientSide):
             if self._reacts:  # httperf issues the next call from its loop
                 think += self.reaction_delay()
             think += wait
+            woke = 0.0
             if self._threads_busy:  # its thread handles the reply, then writes the next
                 think += self._thread_done(received, self._request_cpu) - received
+                if self._thread_slept:
+                    woke = self._wake_reader_s
             if self._start_connection is None:
                 conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
@@ -821,7 +838,8 @@ class Client(ClientSide):
                 self.clock.post_in(self.rtt + think, self._kernel_request, conn)
             else:
                 self._lan.put(self._kernel_request, conn)
-            return
+            return woke
+        woke = 0.0
         if received <= self.window_end:  # self.resolve(conn, COMPLETED, received), inline
             conn.outcome = COMPLETED  # (it was None: checked above)
             self._let_go(conn)
@@ -831,6 +849,8 @@ class Client(ClientSide):
             if self._threads_busy:  # its thread reads the reply, closes and connects anew
                 self._user_next(self._thread_done(
                     received, self._request_cpu + self._connection_cpu))
+                if self._thread_slept:
+                    woke = self._wake_reader_s
             elif self._users:
                 self._user_next(received)
         # httperf closes the socket when its loop has read the reply
@@ -840,6 +860,7 @@ class Client(ClientSide):
             self.clock.post_in(self.rtt + wait, self._kernel_fin, conn)
         else:
             self._lan.put(self._kernel_fin, conn)
+        return woke
 
     # -- outcomes ---------------------------------------------------------------------
     def hold(self, conn: Connection) -> None:

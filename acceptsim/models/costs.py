@@ -180,8 +180,10 @@ class HostCosts(Params):
         doc="how long a task asleep (in epoll_wait, select or accept) waits to run once an "
         "event wakes it, on an idle CPU: the inter-processor interrupt and the switch in (in "
         "a virtual machine, the halted virtual CPU scheduled again); events that arrive "
-        "meanwhile are handled by the same wake-up.  Not CPU time of the task.  `acceptsim "
-        "measure-costs` measures it; 0 in the paper's sets",
+        "meanwhile are handled by the same wake-up.  Not CPU time of the task.  The "
+        "server's CPUs wait it, and so does a closed loop's wrk thread woken by a reply "
+        "(replies that come meanwhile find it woken: no wake_reader_s for them).  `acceptsim "
+        "measure-costs` measures it (after an idle of 1 ms); 0 in the paper's sets",
     )
     wakeup_cold_s: float = param(
         0.0, unit="s", ge=0.0,
@@ -204,6 +206,16 @@ class HostCosts(Params):
         "machine, the wake-up's inter-processor interrupt and halt exit); `acceptsim "
         "measure-costs` measures it.  Charged by nginx; 0 in the paper's sets (not "
         "measured there, and their fitted costs stand without it)",
+    )
+    wake_reader_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="what a server's reply costs it beyond its send when it wakes a client thread "
+        "asleep in epoll_wait on another CPU (a closed loop's wrk thread with nothing else "
+        "to do): the wake-up's run-queue work and inter-processor interrupt (in a virtual "
+        "machine an exit that kicks the halted virtual CPU), run in the sender's context "
+        "because a loopback segment is received inside its sender's send.  Charged to "
+        "every server's reply written in one step; a client that busy-polls (httperf) is "
+        "never asleep.  `acceptsim measure-costs` measures it; 0 in the paper's sets",
     )
 
     # -- TUX (kernel-mode server: no system-call crossings, no select) --------------

@@ -293,7 +293,9 @@ class Sped(Userver):
         costs = self.costs
         conn.pending -= 1
         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
-        self.client.reply(conn)
+        woke = self.client.reply(conn)
+        if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s)
+            yield WORK, woke
 
 
 
@@ -460,7 +462,9 @@ class MultiProcess(WorkerPool):
         conn.pending -= 1
         yield WORK, costs.request_s + costs.send_per_byte_s * conn.reply_bytes
         self.requests += 1
-        self.client.reply(conn)
+        woke = self.client.reply(conn)
+        if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s)
+            yield WORK, woke
         return NEXT
 
 

@@ -366,7 +366,9 @@ class Haproxy(Nginx):
                             continue
                     else:
                         yield stream_bursts.of(conn.reply_bytes)
-                        client.reply(conn)
+                        woke = client.reply(conn)
+                        if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s)
+                            yield WORK, woke
                     self.replies_sent += 1
                     conn.server = ENDING
                     woken.append(conn)  # the stream wakes itself to end

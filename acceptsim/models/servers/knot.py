@@ -358,7 +358,9 @@ class Knot(Server):
                         break
                     yield request_bursts.of(conn.reply_bytes)
                     self.requests += 1
-                    client.reply(conn)
+                    woke = client.reply(conn)
+                    if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s)
+                        yield write.of(woke)
                     continue
                 if conn.eof:
                     yield close_burst

@@ -149,7 +149,9 @@ class Prefork(Server):
                     yield bursts.of(conn.reply_bytes)
                     self.requests += 1
                     self.replies_sent += 1
-                    client.reply(conn)
+                    woke = client.reply(conn)
+                    if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s)
+                        yield WORK, woke
                     if last:
                         break
                 yield close_burst

@@ -234,7 +234,9 @@ class Tux(Server):
                         yield work.of(
                             send_s + per_byte * float(conn.reply_bytes) + self._touch(conn)
                         )
-                        client.reply(conn)
+                        woke = client.reply(conn)
+                        if woke > 0.0:  # it woke the client's thread (wake_reader_s)
+                            yield work.of(woke)
                         if conn.pending or conn.eof:
                             self.readable(conn)
                     elif conn.pending:

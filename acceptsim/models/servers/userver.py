@@ -211,7 +211,9 @@ class Userver(Server):
                         else:
                             yield bursts.of(conn.reply_bytes)
                             self.replies_sent += 1
-                            client.reply(conn)
+                            woke = client.reply(conn)
+                            if woke > 0.0:  # it woke the client's thread: the IPI's work
+                                yield write.of(woke)
                         if asks_close:  # closed now: a FIN that comes meanwhile is one
                             self.release(conn)  # for a closed socket
                             yield close_burst
