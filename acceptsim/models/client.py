@@ -275,6 +275,8 @@ class Client(ClientSide):
         #: whether the thread that took the last reply (``_thread_done``) was asleep, and
         #: what waking such a thread costs the reply's sender (:meth:`reply` returns it)
         self._thread_slept = False
+        #: when that thread began the work (a wrk thread closes a socket then)
+        self._thread_start = 0.0
         self._wake_reader_s: float = costs.wake_reader_s if costs is not None else 0.0
         self._wake_latency: float = costs.wakeup_latency_s if costs is not None else 0.0
         self._first_request_at: float = 0.0
@@ -529,6 +531,7 @@ class Client(ClientSide):
         else:  # asleep in epoll_wait: the work wakes it, and it runs a wake-up's latency
             self._thread_slept = True  # later (work arriving meanwhile finds it woken)
             start = at + self._wake_latency
+        self._thread_start = start
         done = start + cpu
         free[best] = done
         return done
@@ -851,6 +854,7 @@ class Client(ClientSide):
                     received, self._request_cpu + self._connection_cpu))
                 if self._thread_slept:
                     woke = self._wake_reader_s
+                wait += self._thread_start - received  # its FIN leaves when the thread runs
             elif self._users:
                 self._user_next(received)
         # httperf closes the socket when its loop has read the reply

@@ -358,6 +358,7 @@ class Haproxy(Nginx):
                         continue
                     # http-request return: the reply built and sent, whoever reads it;
                     # one of several segments through the send buffer (models.tcp)
+                    woke = 0.0
                     if conn.reply_bytes > mss and tx.start(conn):
                         chunk = tx.chunk(conn)
                         yield stream_bursts.plus(chunk, tx.segments_cost(chunk, True))
@@ -367,11 +368,11 @@ class Haproxy(Nginx):
                     else:
                         yield stream_bursts.of(conn.reply_bytes)
                         woke = client.reply(conn)
-                        if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s)
-                            yield WORK, woke
                     self.replies_sent += 1
                     conn.server = ENDING
                     woken.append(conn)  # the stream wakes itself to end
+                    if woke > 0.0:  # it woke the client's thread (HostCosts.wake_reader_s),
+                        yield WORK, woke  # charged once the stream is set to end
                 budget -= done
                 worked += done
             if worked:

@@ -202,6 +202,7 @@ class Userver(Server):
                         if not conn.eof and clock.now >= conn.deadline + client.owd:
                             client.check_client_gone(conn)
                         conn.pending -= 1
+                        woke = 0.0
                         if conn.reply_bytes > mss and tx.start(conn):  # several segments
                             chunk = tx.chunk(conn)
                             yield bursts.plus(chunk, tx.segments_cost(chunk, True))
@@ -212,13 +213,17 @@ class Userver(Server):
                             yield bursts.of(conn.reply_bytes)
                             self.replies_sent += 1
                             woke = client.reply(conn)
-                            if woke > 0.0:  # it woke the client's thread: the IPI's work
-                                yield write.of(woke)
                         if asks_close:  # closed now: a FIN that comes meanwhile is one
                             self.release(conn)  # for a closed socket
                             yield close_burst
                         elif conn.pending or conn.eof:
                             self.readable(conn)
+                        # the reply woke the client's thread: the wake-up's work, charged
+                        # after the socket is closed or watched again (a burst between
+                        # the reply and the close would let the client's FIN queue the
+                        # connection for a second close)
+                        if woke > 0.0:
+                            yield write.of(woke)
                     elif conn.eof:
                         yield close_burst
                         self.release(conn)
