@@ -7,7 +7,7 @@
 # runs at the same quota beside them.
 set -eu
 A=${ACCEPTSIM:-acceptsim}
-D=tests/data/measured/nginx-wrk-quiet
+D=${D:-tests/data/measured/nginx-wrk-quiet}  # (nginx-wrk-quiet-3/record.sh sets D)
 exec 9>/tmp/acceptsim-testbed.lock
 flock 9
 $A measure --rates 2000,3000,5000 --multi-accept off --duration 10 --timeout 1 \
