@@ -236,6 +236,7 @@ def test_every_reply_to_wrks_sleeping_thread_costs_its_sender_the_wake_up(
     assert woken["reply_rate_per_s"] == without["reply_rate_per_s"] > 1000
     grown = woken["cpu_share"]["work"] - without["cpu_share"]["work"]
     assert grown == pytest.approx(woken["reply_rate_per_s"] * WAKE_S, rel=0.01)
+    assert woken["client_thread_wakes_per_reply"] == pytest.approx(1.0, abs=0.01)
 
 
 def test_a_wrk_thread_that_is_never_idle_is_never_woken() -> None:
@@ -245,6 +246,7 @@ def test_a_wrk_thread_that_is_never_idle_is_never_woken() -> None:
     woken = wrk_run(16, 60e-6, WAKE_S)
     assert woken["epoll_sleeps_per_s"] > 0.9 * woken["reply_rate_per_s"]
     assert woken["cpu_share"] == pytest.approx(without["cpu_share"], abs=1e-12)
+    assert woken["client_thread_wakes_per_reply"] == 0.0
 
 
 def test_a_woken_wrk_thread_runs_a_wake_up_latency_later_and_replies_meanwhile_find_it_woken(
@@ -261,6 +263,8 @@ def test_a_woken_wrk_thread_runs_a_wake_up_latency_later_and_replies_meanwhile_f
     four_free = wrk_run(4, 20e-6, 0.0, costs={"wakeup_latency_s": 50e-6})
     wakes = (four["cpu_share"]["work"] - four_free["cpu_share"]["work"]) / WAKE_S
     assert 0.0 < wakes < 0.5 * four["reply_rate_per_s"]
+    assert wakes / four["reply_rate_per_s"] == pytest.approx(
+        four["client_thread_wakes_per_reply"], rel=0.05)
 
 
 def test_httperf_busy_polls_so_no_reply_wakes_it() -> None:

@@ -225,3 +225,70 @@ def test_four_hours_later_latency_p50_within_20_percent_and_p99_within_1_5x(
         m, p = r["measured"], r["predicted"]
         assert abs(p["wrk_latency_ms.p50"] / m["wrk_latency_ms.p50"] - 1) <= 0.2, r["run"]
         assert 1 / 1.5 <= p["wrk_latency_ms.p99"] / m["wrk_latency_ms.p99"] <= 1.5, r["run"]
+
+
+# -- nginx-wrk-quiet-4: the protocol again, wrk's sleeps recorded ----------------------
+
+DATA4 = DATA.parent / "nginx-wrk-quiet-4"
+
+
+@pytest.fixture(scope="module")
+def report4() -> dict:
+    return wrk_report(DATA4)
+
+
+def test_with_wrks_sleeps_recorded_the_throughput_mape_is_within_10_percent(
+        report4: dict) -> None:
+    """The issue's criterion on the set recorded at 07:48 UTC (its costs measured right
+    after, ``wake_reader_s`` among them): 5.5% over the 16 runs, one connection 2-7% above,
+    every run within 18% (4 and 16 kept connections, whose repeats differ by 24-25%)."""
+    assert len(wrk_rows(report4)) == 16 and report4["excluded"] == []
+    assert report4["closed_loop"]["mape_reply_rate"] <= 10.0
+
+
+def test_with_wrks_sleeps_recorded_keepalives_gain_at_every_concurrency(
+        report4: dict) -> None:
+    """1.47, 1.75, 1.63, 1.73 measured at 1, 4, 16 and 64 connections against 1.44, 1.83,
+    1.75, 1.73."""
+    gains = report4["closed_loop"]["keepalive_gain"]
+    assert sorted(g["concurrency"] for g in gains) == [1, 4, 16, 64]
+    for g in gains:
+        assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), g
+
+
+def test_at_one_connection_wrk_sleeps_once_a_request_measured_and_simulated(
+        report4: dict) -> None:
+    """wrk's voluntary context switches per request, measured, and the model's wrk thread
+    wake-ups per reply: 1.00-1.01 against 1.00 at one connection, kept or not (each reply
+    wakes it, and nginx pays ``wake_reader_s`` for each)."""
+    for r in wrk_rows(report4):
+        if r["concurrency"] == 1:
+            assert r["measured"]["client_sleeps_per_reply"] == pytest.approx(1.0, abs=0.01)
+            assert r["predicted"]["client_sleeps_per_reply"] == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.xfail(strict=True, reason="with keep-alive from 4 connections up wrk slept "
+                   "0.36-0.70 times a request, the model's thread is woken 0.15-0.25 times "
+                   "a reply: it waits wakeup_latency_s, 27 us measured after 1 ms idle, "
+                   "where a wake after 30-200 us idle took 17-25 us on this host "
+                   "(tests/data/measured/README.md, 'host-costs-wake-reader.toml'), and "
+                   "replies that come meanwhile keep it busy.  With 15 us (costs not fitted "
+                   "again) the model's thread is woken 0.50 times a reply at 4 kept "
+                   "connections (0.70 measured), 0.33 at 64 (0.41); a wake-up latency that "
+                   "grows with the idle time is the mechanism left")
+def test_wrks_sleeps_per_request_within_a_factor_of_1_5(report4: dict) -> None:
+    for r in wrk_rows(report4):
+        measured = r["measured"]["client_sleeps_per_reply"]
+        if measured > 0.1:
+            ratio = r["predicted"]["client_sleeps_per_reply"] / measured
+            assert 1 / 1.5 <= ratio <= 1.5, (r["run"], measured, ratio)
+
+
+@pytest.mark.xfail(strict=True, reason="p50 within 20% in 3 of the 16 runs, p99 within a "
+                   "factor of 1.5 in 10, as in the sets before it")
+def test_with_wrks_sleeps_recorded_latency_p50_within_20_percent_and_p99_within_1_5x(
+        report4: dict) -> None:
+    for r in wrk_rows(report4):
+        m, p = r["measured"], r["predicted"]
+        assert abs(p["wrk_latency_ms.p50"] / m["wrk_latency_ms.p50"] - 1) <= 0.2, r["run"]
+        assert 1 / 1.5 <= p["wrk_latency_ms.p99"] / m["wrk_latency_ms.p99"] <= 1.5, r["run"]

@@ -247,3 +247,32 @@ def test_validate_prints_a_wrk_runs_latencies_and_keepalives_gain(
     out = capsys.readouterr().out
     assert "wrk runs: latency (ms) measured / predicted" in out
     assert "keep-alive's gain, 1 worker(s), 64 connections: measured 1.8" in out
+
+
+def test_wrks_sleeps_are_read_per_request_and_compared_with_the_models_wakes(
+        tmp_path: Path) -> None:
+    """A run that recorded wrk's voluntary context switches (``load.client_sleeps``,
+    ``acceptsim measure`` reads them from its resource usage) gives them per request;
+    ``validate`` sets the model's wrk thread wake-ups per reply beside them.  One kept
+    connection: the model's thread is woken by every reply."""
+    import shutil
+
+    from acceptsim.config_io import load_params_file
+    from acceptsim.measure import load_run
+    from acceptsim.measure.calibrate import validate
+
+    data = Path(__file__).resolve().parent / "data" / "measured" / "nginx-wrk-quiet"
+    name = "nginx-multi_accept-off-wrk-c-00001-keepalive-on-rep-1"
+    shutil.copytree(data / "workers-1" / name, tmp_path / name)
+    toml = tmp_path / name / "run.toml"
+    text = toml.read_text()
+    assert "client_sleeps" not in text
+    requests = load_run(tmp_path / name).wrk.requests
+    toml.write_text(text.replace("client_cpu_s =", f"client_sleeps = {requests}\nclient_cpu_s =",
+                                 1))
+    run = load_run(tmp_path / name)
+    assert run.info.load.client_sleeps == requests
+    assert run.record()["client_sleeps_per_reply"] == pytest.approx(1.0)
+    row = validate([run], load_params_file(data / "wrk.params.toml")[0])["runs"][0]
+    assert row["measured"]["client_sleeps_per_reply"] == pytest.approx(1.0)
+    assert row["predicted"]["client_sleeps_per_reply"] == pytest.approx(1.0, abs=0.01)

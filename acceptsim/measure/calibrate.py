@@ -53,6 +53,7 @@ COMPARED_WRK = {
     "wrk_latency_ms.mean": "wrk_latency_ms.mean",
     "wrk_timeouts_per_s": "wrk_timeouts_per_s",
     "listen_overflows_per_s": "nstat_per_s.TcpExtListenOverflows",
+    "client_sleeps_per_reply": "client_thread_wakes_per_reply",
 }
 
 #: the servers a measured run can name, and the model that simulates each

@@ -1414,10 +1414,11 @@ def run_httperfs(commands: list[list[str]], cpus: str, limit_s: float) -> list[s
                     proc.wait(timeout=10)
 
 
-def run_wrk(argv: list[str], cpus: str, limit_s: float) -> tuple[str, float]:
-    """Run one wrk; its standard output and the CPU time it used (user and system, from
-    its own resource usage when it is reaped), or HarnessError after limit_s.  However
-    this ends, no wrk is left running (its session's group is killed)."""
+def run_wrk(argv: list[str], cpus: str, limit_s: float) -> tuple[str, float, int]:
+    """Run one wrk; its standard output, the CPU time it used (user and system) and its
+    voluntary context switches (its sleeps), from its own resource usage when it is
+    reaped, or HarnessError after limit_s.  However this ends, no wrk is left running
+    (its session's group is killed)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         with deferred_signals():
             proc = subprocess.Popen(_pin(cpus, argv), stdout=out, stderr=err, text=True,
@@ -1441,7 +1442,7 @@ def run_wrk(argv: list[str], cpus: str, limit_s: float) -> tuple[str, float]:
         err.seek(0)
         if proc.returncode != 0:
             raise HarnessError(f"wrk exited with {proc.returncode}: {err.read().strip()}")
-        return out.read(), usage.ru_utime + usage.ru_stime
+        return out.read(), usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
 
 
 def worker_cgroup_counters(group: CpuQuota | None) -> list[dict[str, int]]:
@@ -1565,10 +1566,11 @@ def _measure_points(
                                                   server.worker_pids()),
                                   client_cpus)  # fmt: skip
             client_cpu_s = 0.0
+            client_sleeps = 0
             with sampler or contextlib.nullcontext():
                 if wrk:
-                    output, client_cpu_s = run_wrk(commands[0], client_cpus,
-                                                   limit_s=plan.duration_s + 60.0)
+                    output, client_cpu_s, client_sleeps = run_wrk(
+                        commands[0], client_cpus, limit_s=plan.duration_s + 60.0)
                     outputs = [output]
                 else:
                     outputs = run_httperfs(
@@ -1632,6 +1634,7 @@ def _measure_points(
                 threads=plan.wrk_threads if wrk else 0,
                 keepalive=plan.keepalive,
                 client_cpu_s=client_cpu_s,
+                client_sleeps=client_sleeps,
             ),
             counters=CounterFiles(),
             host=HostInfo(cpus=len(cpus), repeat=repeat, started_at=started),

@@ -411,6 +411,9 @@ class MeasuredRun:
             "connections.completed": wrk.requests,
             "client_cpus_used": info.load.client_cpu_s / window if info.load.client_cpu_s
             else None,
+            # wrk's sleeps (its voluntary context switches) per request it completed
+            "client_sleeps_per_reply": info.load.client_sleeps / wrk.requests
+            if info.load.client_sleeps and wrk.requests else None,
             "client_limited": bool(reasons),
             "client_limit_reasons": "; ".join(reasons),
             "host_limit_reasons": "; ".join(self.host_limits()),

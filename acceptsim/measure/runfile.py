@@ -50,6 +50,7 @@ file and the key)::
     threads = 0                   # wrk --threads
     keepalive = false             # wrk: false = Connection: close on every request
     client_cpu_s = 0.0            # CPU time the load generator used (0 = not recorded)
+    client_sleeps = 0             # its voluntary context switches (0 = not recorded)
 
     [counters]                # file names relative to the run directory
     before = ["counters-before.txt"]
@@ -224,6 +225,12 @@ class LoadInfo(Params):
         doc="CPU time the load generator used over the run (0 = not recorded); a wrk run "
         "whose wrk kept its CPUs busier than acceptsim.measure.run.CLIENT_CPU_BUSY_MAX "
         "measured wrk",
+    )
+    client_sleeps: int = param(
+        0, unit="switches", ge=0,
+        doc="voluntary context switches of the load generator over the run (wrk: its "
+        "threads' sleeps in epoll_wait, each ended by a segment that wakes it; 0 = not "
+        "recorded)",
     )
 
 

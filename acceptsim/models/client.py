@@ -352,6 +352,9 @@ class Client(ClientSide):
         self.reply_samples: list[int] = []  # replies per httperf sample interval
         self._sample_s = params.reply_rate_sample_s
         self.wasted_replies = 0  # replies the server sent to a client that had gone
+        #: a closed loop's wrk threads woken from epoll_wait (by a reply whose instant
+        #: lies in the window)
+        self.thread_wakes = 0
         # over the whole run, warm-up included (what accept policies see)
         self.replies_total = 0
         self.timeouts_total = 0
@@ -531,6 +534,8 @@ class Client(ClientSide):
         else:  # asleep in epoll_wait: the work wakes it, and it runs a wake-up's latency
             self._thread_slept = True  # later (work arriving meanwhile finds it woken)
             start = at + self._wake_latency
+            if self.window_start <= at <= self.window_end:
+                self.thread_wakes += 1
         self._thread_start = start
         done = start + cpu
         free[best] = done

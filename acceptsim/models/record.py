@@ -350,6 +350,11 @@ METRICS: tuple[Metric, ...] = (
            "left out (models.wrk_report)", "client",
            lambda w: {k: v for k, v in _wrk_report(w).items()
                       if k not in ("requests", "timeouts")}, present=_wrk),
+    Metric("client_thread_wakes_per_reply", "wake-ups/reply", "a closed loop's wrk threads "
+           "woken from epoll_wait, per reply (with client = wrk; 0 unless its CPU per reply, "
+           "client_request_s, is given: wrk's threads are modelled then; the measured "
+           "counterpart is wrk's voluntary context switches)", "client",
+           lambda w: ratio(w.host.client.thread_wakes, w.host.client.replies), present=_wrk),
     Metric("wrk_timeouts_per_s", "replies/s", "replies whose response time reached wrk's "
            "--timeout (timeout_s), which wrk counts as socket-error timeouts (with client = "
            "wrk)", "client", lambda w: w.per_s(_wrk_report(w)["timeouts"]), present=_wrk),
