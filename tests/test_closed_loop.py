@@ -280,3 +280,22 @@ def test_httperf_busy_polls_so_no_reply_wakes_it() -> None:
         record.pop("sim_cpu_time_s")
         record.pop("sim_conns_per_cpu_s")
     assert woken == plain
+
+
+def test_the_wake_up_latency_grows_with_the_idle_time_before_it() -> None:
+    """``wakeup_latency_s`` after no idle time, and ``wakeup_latency_cold_s`` more the
+    longer the idle: one kept connection whose wrk thread works 1 ms between requests
+    leaves nginx's CPU idle about 1 ms each time, so each cycle is longer by the growth
+    at that idle, on both sides (nginx's CPU and wrk's thread each idle about that long);
+    with no growth (cold 0) the cycle is the flat latency's."""
+    base = {"wakeup_latency_s": 10e-6}
+    flat = wrk_run(1, 1e-3, 0.0, costs=base)
+    grown = wrk_run(1, 1e-3, 0.0, costs={**base, "wakeup_latency_cold_s": 100e-6,
+                                          "wakeup_latency_tau_s": 1e-3})
+    cycle = 1 / grown["reply_rate_per_s"] - 1 / flat["reply_rate_per_s"]
+    # nginx's CPU idles about wrk's 1 ms of work (1 - e^-1 of the growth), wrk's thread
+    # about nginx's few tens of microseconds (a few per cent of it)
+    assert 100e-6 * (1 - math.exp(-1.0)) < cycle < 100e-6 * (1 - math.exp(-1.2)) + 10e-6
+    zero = wrk_run(1, 1e-3, 0.0, costs={**base, "wakeup_latency_cold_s": 0.0,
+                                         "wakeup_latency_tau_s": 1e-3})
+    assert zero["reply_rate_per_s"] == flat["reply_rate_per_s"]

@@ -74,6 +74,9 @@ ACCEPT_BATCH = 500
 WAKEUP_GAPS_S = (0.2e-3, 1e-3, 3e-3, 10e-3)
 #: seconds each gap's benchmark runs per repeat (its count: this over the gap)
 WAKEUP_SECONDS = 1.0
+#: idle gaps (s) before a wake-up over which its latency is measured: from a reader
+#: woken between a busy server's replies to a CFS throttle's stall
+WAKE_LATENCY_GAPS_S = (0.03e-3, 0.2e-3, 1e-3, 3e-3, 10e-3)
 #: what waking a sleeping reader costs its sender: the gap between sends (the reader,
 #: woken and done, is asleep again well before the next) and the sends per sample
 WAKE_READER_GAP_S = 0.2e-3
@@ -703,7 +706,10 @@ def measure_costs(
             for gap in WAKEUP_GAPS_S:
                 count = max(20, min(operations, round(WAKEUP_SECONDS / gap)))
                 add(f"wakeup_after_{round(gap * 1e6)}us_s", bench_wakeup(count, client_cpu, gap))
-            add("wakeup_latency_s", bench_wake_latency(min(operations, 1000), client_cpu))
+            for gap in WAKE_LATENCY_GAPS_S:  # (each gap's wake-ups in about a second)
+                count = max(100, min(operations, 1000, round(WAKEUP_SECONDS / gap)))
+                add(f"wakeup_latency_after_{round(gap * 1e6)}us_s",
+                    bench_wake_latency(count, client_cpu, gap))
             add("wake_reader_s", bench_wake_reader(min(operations, WAKE_READER_SENDS),
                                                    client_cpu))
     finally:
@@ -785,10 +791,25 @@ def measure_costs(
       cost_field="wakeup_cold_s")
     m("wakeup_cold_tau_s", [f[2] for f in fits], f"the idle time it grows over: {curve}", 1,
       cost_field="wakeup_cold_tau_s")
-    m("wakeup_latency_s", samples["wakeup_latency_s"], "median delay from an event sent on "
-      "the other CPU to the return of a blocking epoll_wait() on an idle CPU, minus the same "
-      "delay for a task polling without sleeping: the time a woken task waits to run",
-      min(n, 1000), cost_field="wakeup_latency_s")
+    latency_names = {gap: f"wakeup_latency_after_{round(gap * 1e6)}us_s"
+                     for gap in WAKE_LATENCY_GAPS_S}
+    for gap, name in latency_names.items():
+        m(name, samples[name], f"median delay from an event sent on the other CPU every "
+          f"{gap * 1e3:g} ms to the return of a blocking epoll_wait() on an idle CPU, minus "
+          "the same delay for a task polling without sleeping: the time a woken task waits "
+          "to run after that idle", max(100, min(n, 1000, round(WAKEUP_SECONDS / gap))))
+    fits = [cold_fit([(gap, samples[name][r]) for gap, name in latency_names.items()
+                      for r in range(repeats) if r != left_out])
+            for left_out in range(repeats)]
+    gaps = ", ".join(f"{gap * 1e3:g}" for gap in WAKE_LATENCY_GAPS_S)
+    curve = (f"least squares of warm + cold * (1 - exp(-gap / tau)) through the wake-up's "
+             f"latency after idle gaps of {gaps} ms, every repeat's points but one")
+    m("wakeup_latency_s", [f[0] for f in fits], f"a wake-up's latency after no idle time: "
+      f"{curve}", 1, cost_field="wakeup_latency_s")
+    m("wakeup_latency_cold_s", [f[1] for f in fits], f"what a long idle adds to it: {curve}",
+      1, cost_field="wakeup_latency_cold_s")
+    m("wakeup_latency_tau_s", [f[2] for f in fits], f"the idle time it grows over: {curve}",
+      1, cost_field="wakeup_latency_tau_s")
     m("wake_reader_s", samples["wake_reader_s"], f"one send() of {SEND_SIZES[0]} bytes "
       f"every {WAKE_READER_GAP_S * 1e3:g} ms to a loopback reader asleep in epoll_wait on "
       "the other CPU, minus the same to a reader polling epoll without sleeping: the "

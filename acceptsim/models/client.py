@@ -279,6 +279,9 @@ class Client(ClientSide):
         self._thread_start = 0.0
         self._wake_reader_s: float = costs.wake_reader_s if costs is not None else 0.0
         self._wake_latency: float = costs.wakeup_latency_s if costs is not None else 0.0
+        self._wake_latency_cold: float = (
+            costs.wakeup_latency_cold_s if costs is not None else 0.0)
+        self._wake_latency_tau: float = costs.wakeup_latency_tau_s if costs is not None else 0.0
         self._first_request_at: float = 0.0
         self._user_timers = env.timer_lane()
         #: the connections not yet resolved (completed or timed out), in no order: each
@@ -532,8 +535,12 @@ class Client(ClientSide):
             self._thread_slept = False
             start = free[best]
         else:  # asleep in epoll_wait: the work wakes it, and it runs a wake-up's latency
-            self._thread_slept = True  # later (work arriving meanwhile finds it woken)
-            start = at + self._wake_latency
+            self._thread_slept = True  # later (work arriving meanwhile finds it woken),
+            start = at + self._wake_latency  # longer the longer it slept
+            if self._wake_latency_cold > 0.0:
+                start += self._wake_latency_cold * (
+                    1.0 - math.exp(-(at - free[best]) / self._wake_latency_tau)
+                    if self._wake_latency_tau > 0.0 else 1.0)
             if self.window_start <= at <= self.window_end:
                 self.thread_wakes += 1
         self._thread_start = start

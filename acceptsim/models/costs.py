@@ -182,8 +182,23 @@ class HostCosts(Params):
         "a virtual machine, the halted virtual CPU scheduled again); events that arrive "
         "meanwhile are handled by the same wake-up.  Not CPU time of the task.  The "
         "server's CPUs wait it, and so does a closed loop's wrk thread woken by a reply "
-        "(replies that come meanwhile find it woken: no wake_reader_s for them).  `acceptsim "
-        "measure-costs` measures it (after an idle of 1 ms); 0 in the paper's sets",
+        "(replies that come meanwhile find it woken: no wake_reader_s for them).  After no "
+        "idle time; it grows with the idle time before the wake-up (wakeup_latency_cold_s). "
+        " `acceptsim measure-costs` measures it (sets measured before 2026-12-07 08:00 UTC "
+        "measured it after an idle of 1 ms, and have no growth); 0 in the paper's sets",
+    )
+    wakeup_latency_cold_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="what a long idle adds to wakeup_latency_s: the latency after an idle of t is "
+        "wakeup_latency_s + wakeup_latency_cold_s * (1 - exp(-t / wakeup_latency_tau_s)) "
+        "(a virtual CPU halted longer is scheduled again later by its host).  `acceptsim "
+        "measure-costs` fits the curve to the latency after idle gaps of 0.03 to 10 ms; 0 "
+        "(no growth) in the paper's sets and in sets measured before it",
+    )
+    wakeup_latency_tau_s: float = param(
+        1e-3, unit="s", ge=0.0,
+        doc="the idle time over which wakeup_latency_cold_s grows (measured with it); 0: "
+        "all of it after any idle time",
     )
     wakeup_cold_s: float = param(
         0.0, unit="s", ge=0.0,

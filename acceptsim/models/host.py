@@ -81,6 +81,8 @@ class Host:
         self.cpus: list[Cpu] = multicore.processors(env, spec.categories, config)
         for cpu in self.cpus:
             cpu.wake_latency_s = config.costs.wakeup_latency_s
+            cpu.wake_latency_cold_s = config.costs.wakeup_latency_cold_s
+            cpu.wake_latency_tau_s = config.costs.wakeup_latency_tau_s
             cpu.cold_s = config.costs.wakeup_cold_s
             cpu.cold_tau_s = config.costs.wakeup_cold_tau_s
         self.cpu = self.cpus[0]

@@ -128,8 +128,14 @@ class Cpu:
         self.bandwidth: Bandwidth | None = None
         self.bandwidth_slot = 0
         #: how long a sleeping task waits to run once woken (:meth:`wake`): the wake-up's
-        #: inter-processor interrupt and the switch in, on an idle processor (s)
+        #: inter-processor interrupt and the switch in, on an idle processor, after no idle
+        #: time (s), and what a long idle adds, growing over ``wake_latency_tau_s``
+        #: (:meth:`wake_latency`)
         self.wake_latency_s = 0.0
+        self.wake_latency_cold_s = 0.0
+        self.wake_latency_tau_s = 1.0
+        #: when the task last blocked (the processor's idle time before a wake-up)
+        self.blocked_at = 0.0
         #: what a task resumed after its processor stood idle is charged beyond a warm
         #: resumption, for a long idle (s), and the idle time over which it grows (s):
         #: ``cold_s * (1 - exp(-idle / cold_tau_s))`` (:meth:`cold_cost`)
@@ -179,12 +185,24 @@ class Cpu:
             now = self.clock.now
             free = self.kernel_free_at
             self._category = None
-            self.task_end = (free if free > now else now) + self.wake_latency_s
+            self.task_end = (free if free > now else now) + self.wake_latency(
+                now - self.blocked_at)
 
     def idle_since(self, asleep_at: float) -> float:
         """How long the processor stood idle before the task, asleep since ``asleep_at``,
         ran again (now): all of the sleep, on a processor of its own."""
         return self.clock.now - asleep_at
+
+    def wake_latency(self, idle_s: float) -> float:
+        """How long a task woken after ``idle_s`` of idle processor waits to run:
+        ``wake_latency_s``, and more the longer the idle
+        (``wake_latency_cold_s * (1 - exp(-idle / wake_latency_tau_s))``)."""
+        cold = self.wake_latency_cold_s
+        if cold == 0.0 or idle_s <= 0.0:
+            return self.wake_latency_s
+        if self.wake_latency_tau_s <= 0.0:
+            return self.wake_latency_s + cold
+        return self.wake_latency_s + cold * (1.0 - math.exp(-idle_s / self.wake_latency_tau_s))
 
     def asleep(self) -> bool:
         """The task sleeps (it blocked and nothing woke it yet; a task woken while its
@@ -421,7 +439,8 @@ class Core:
             self._place(ctx)
             free = ctx.kernel_free_at
             now = self.env.now
-            self._run(ctx, (free if free > now else now) + ctx.wake_latency_s)
+            self._run(ctx, (free if free > now else now)
+                      + ctx.wake_latency(now - self._idle_at if self._idle else 0.0))
         else:
             self.enqueue(ctx)
 

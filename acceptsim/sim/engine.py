@@ -829,6 +829,7 @@ class Environment(simpy.Environment):
                     continue
                 if item is block:
                     cpu.task_end = INF
+                    cpu.blocked_at = task_end
                     continue
                 # a burst is a Burst, or a (category, seconds) tuple: declared so, the
                 # compiled build checks and unpacks it natively
@@ -867,6 +868,7 @@ def step_task(cpu: Cpu, task_end: float) -> None:
         return
     if item is BLOCK:
         cpu.task_end = INF
+        cpu.blocked_at = task_end
         return
     if isinstance(item, Burst):
         category = item.category
