@@ -578,9 +578,11 @@ def cold_fit(costs: dict[float, float] | Sequence[tuple[float, float]]
     def curve(gap: Any, warm: float, cold: float, tau: float) -> Any:
         return warm + cold * (1.0 - np.exp(-gap / tau))
 
-    start = (max(values[0], 0.0), max(values[-1] - values[0], 0.0), float(np.median(gaps)))
-    (warm, cold, tau), _ = curve_fit(curve, gaps, values, p0=start,
-                                     bounds=([0.0, 0.0, 1e-2], [1e3, 1e3, 100.0]))
+    low, high = np.array([0.0, 0.0, 1e-2]), np.array([1e3, 1e3, 100.0])
+    # a start inside the bounds, whatever the points (a loaded host's delays can pass them)
+    start = np.clip([values[0], values[-1] - values[0], float(np.median(gaps))],
+                    low + 1e-9 * (high - low), high - 1e-9 * (high - low))
+    (warm, cold, tau), _ = curve_fit(curve, gaps, values, p0=start, bounds=(low, high))
     return float(warm) * 1e-6, float(cold) * 1e-6, float(tau) * 1e-3
 
 

@@ -72,6 +72,7 @@ from acceptsim.models.kernel import (
 )
 from acceptsim.models.tcp import SendPath
 from acceptsim.models.workloads import Workload
+from acceptsim.sim.cpu import growth
 from acceptsim.sim.engine import DelayLine, Draws, DrawsOf, Handler
 from acceptsim.sim.params import Params, param
 from acceptsim.sim.streams import Streams
@@ -536,11 +537,8 @@ class Client(ClientSide):
             start = free[best]
         else:  # asleep in epoll_wait: the work wakes it, and it runs a wake-up's latency
             self._thread_slept = True  # later (work arriving meanwhile finds it woken),
-            start = at + self._wake_latency  # longer the longer it slept
-            if self._wake_latency_cold > 0.0:
-                start += self._wake_latency_cold * (
-                    1.0 - math.exp(-(at - free[best]) / self._wake_latency_tau)
-                    if self._wake_latency_tau > 0.0 else 1.0)
+            start = at + self._wake_latency + growth(  # longer the longer it slept
+                self._wake_latency_cold, self._wake_latency_tau, at - free[best])
             if self.window_start <= at <= self.window_end:
                 self.thread_wakes += 1
         self._thread_start = start

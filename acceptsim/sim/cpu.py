@@ -100,6 +100,17 @@ class Account:
         self.used = 0.0
 
 
+
+def growth(full: float, tau_s: float, t_s: float) -> float:
+    """What grows to ``full`` over ``tau_s`` after ``t_s``: ``full * (1 - exp(-t / tau))``
+    (all of it after any time when ``tau_s`` is 0, none for ``t_s`` <= 0): a resumption's
+    cold cost and a wake-up's latency after an idle of ``t_s``."""
+    if full == 0.0 or t_s <= 0.0:
+        return 0.0
+    if tau_s <= 0.0:
+        return full
+    return full * (1.0 - math.exp(-t_s / tau_s))
+
 class Cpu:
     """One processor: interrupt work pre-empts a single task."""
 
@@ -197,12 +208,8 @@ class Cpu:
         """How long a task woken after ``idle_s`` of idle processor waits to run:
         ``wake_latency_s``, and more the longer the idle
         (``wake_latency_cold_s * (1 - exp(-idle / wake_latency_tau_s))``)."""
-        cold = self.wake_latency_cold_s
-        if cold == 0.0 or idle_s <= 0.0:
-            return self.wake_latency_s
-        if self.wake_latency_tau_s <= 0.0:
-            return self.wake_latency_s + cold
-        return self.wake_latency_s + cold * (1.0 - math.exp(-idle_s / self.wake_latency_tau_s))
+        return self.wake_latency_s + growth(self.wake_latency_cold_s, self.wake_latency_tau_s,
+                                            idle_s)
 
     def asleep(self) -> bool:
         """The task sleeps (it blocked and nothing woke it yet; a task woken while its
@@ -215,11 +222,7 @@ class Cpu:
     def cold_cost(self, idle_s: float) -> float:
         """CPU seconds a task resumed after ``idle_s`` of idle processor is charged
         beyond a warm resumption (the state its processor lost meanwhile)."""
-        if self.cold_s == 0.0 or idle_s <= 0.0:
-            return 0.0
-        if self.cold_tau_s <= 0.0:  # all of it after any idle time
-            return self.cold_s
-        return self.cold_s * (1.0 - math.exp(-idle_s / self.cold_tau_s))
+        return growth(self.cold_s, self.cold_tau_s, idle_s)
 
     def _resume_at(self, now: float) -> None:
         free = self.kernel_free_at

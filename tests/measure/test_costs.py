@@ -258,3 +258,15 @@ def test_every_shipped_measurement_says_its_method_in_full(path) -> None:
     for name, table in load_measurements(path).items():
         if isinstance(table, dict) and "method" in table:
             assert "{" not in table["method"] and "}" not in table["method"], (path.name, name)
+
+
+@pytest.mark.parametrize("values", [
+    (-3e-6, -1e-6, 2e-6, 5e-6),  # noise below zero after a short idle
+    (2e-3, 2.1e-3, 2.5e-3, 3e-3),  # a loaded host's delays, past the bounds
+])
+def test_the_idle_curve_fits_whatever_the_points_within_its_bounds(values) -> None:
+    """``cold_fit`` starts inside its bounds whatever the points (a wake-up's latency on a
+    loaded host can be milliseconds), and ends there."""
+    gaps = (0.03e-3, 0.2e-3, 1e-3, 3e-3)
+    warm, cold, tau = mc.cold_fit(dict(zip(gaps, values, strict=True)))
+    assert 0.0 <= warm <= 1e-3 and 0.0 <= cold <= 1e-3 and 1e-5 <= tau <= 0.1
