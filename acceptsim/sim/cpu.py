@@ -100,7 +100,6 @@ class Account:
         self.used = 0.0
 
 
-
 def growth(full: float, tau_s: float, t_s: float) -> float:
     """What grows to ``full`` over ``tau_s`` after ``t_s``: ``full * (1 - exp(-t / tau))``
     (all of it after any time when ``tau_s`` is 0, none for ``t_s`` <= 0): a resumption's
@@ -110,6 +109,7 @@ def growth(full: float, tau_s: float, t_s: float) -> float:
     if tau_s <= 0.0:
         return full
     return full * (1.0 - math.exp(-t_s / tau_s))
+
 
 class Cpu:
     """One processor: interrupt work pre-empts a single task."""
