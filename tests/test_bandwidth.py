@@ -166,6 +166,38 @@ def test_with_ticks_the_task_gets_its_quota_on_average_and_overruns_by_less_than
         assert sum(used) == pytest.approx(60 * quota * period, abs=TICK + burst)
 
 
+@pytest.mark.parametrize(("offset", "runs"), [(0.0, 4e-3), (0.5e-3, 3.5e-3), (1.5e-3, 2.5e-3),
+                                               (2.9e-3, 1.1e-3), (3.5e-3, 4.5e-3)])
+def test_where_the_period_timer_fires_against_the_tick_sets_how_long_the_task_runs(
+    offset: float, runs: float
+) -> None:
+    """1 ms per 4 ms, a tick of 4 ms, the periods starting ``offset`` past the ticks: a busy
+    task runs from a period's start to the first tick after its quota ran out, 4 ms less
+    the offset, or a tick more when that tick comes before the quota is used (the
+    measured cgroups of ``RunConfig.cpu_period_offset_s``); a period whose quota is left
+    short by the debt ends at the first tick.  Over many periods the task still gets its
+    quota.  (Fails with the periods on the ticks' grid: 4 ms every time.)"""
+    env = Environment()
+    cpu = Cpu(env, ["work"])
+    cpu.start(busy(1e-5))
+    bw = cpu.limit(1e-3, 4e-3, TICK, offset)
+    stretches = running_stretches(env, cpu, 0.4, every=1e-5)
+    for a, b in stretches[1:-1]:  # (probed every 10 us)
+        periods = (a - offset) / 4e-3  # every stretch after the first starts with a period
+        assert periods == pytest.approx(round(periods), abs=3e-3)
+        ticks = b / TICK  # and ends at a tick
+        assert ticks == pytest.approx(round(ticks), abs=3e-3)
+    assert max(b - a for a, b in stretches[1:-1]) == pytest.approx(runs, abs=2e-5)
+    assert cpu.usage()["work"] == pytest.approx(0.1, abs=TICK + 1e-3)
+    assert bw.periods == (100 if offset else 99)
+
+
+def test_the_period_offset_is_checked() -> None:
+    cpu = Cpu(Environment(), ["work"])
+    with pytest.raises(ValueError, match="offset_s"):
+        cpu.limit(1e-3, 4e-3, TICK, 4e-3)
+
+
 def test_a_task_that_overran_and_slept_before_the_tick_stays_asleep_until_paid() -> None:
     """Its quota used up at 1 ms and asleep at 1.5 ms, before the tick at 4 ms: the
     kernel throttled it at its sleep, so the wake-up at 3 ms is held until the period
@@ -274,3 +306,17 @@ def test_an_open_loop_on_a_quota_meets_the_period_wherever_it_starts() -> None:
         used.append(sum(record["timeseries"]["usage_ms"][:10]))
     assert max(used) <= 11 * 20.0 + 2 * TICK * 1e3, used
     assert sum(used) / len(used) > 10.25 * 20.0, used
+
+
+def test_the_period_timers_place_defaults_to_the_ticks_grid_and_is_checked() -> None:
+    """``cpu_period_offset_s``: 0 unless given (the grid the kernel's sources imply); given,
+    kept through ``replace`` and reported by the run; at or past the period: refused
+    before anything runs."""
+    base = dict(server="nginx", rate_per_s=1000.0, duration_s=0.5, cpu_quota=0.25,
+                cpu_period_s=4e-3)
+    assert RunConfig.from_dict(base).cpu_period_offset_s == 0.0
+    given = RunConfig.from_dict({**base, "cpu_period_offset_s": 1e-3})
+    assert given.replace(cpu_period_s=0.1).cpu_period_offset_s == 1e-3
+    assert simulate(given)["cpu_period_offset_s"] == 1e-3
+    with pytest.raises(ConfigError, match="cpu_period_offset_s"):
+        RunConfig.from_dict({**base, "cpu_period_offset_s": 4e-3})

@@ -293,3 +293,94 @@ def test_with_wrks_sleeps_recorded_latency_p50_within_20_percent_and_p99_within_
         m, p = r["measured"], r["predicted"]
         assert abs(p["wrk_latency_ms.p50"] / m["wrk_latency_ms.p50"] - 1) <= 0.2, r["run"]
         assert 1 / 1.5 <= p["wrk_latency_ms.p99"] / m["wrk_latency_ms.p99"] <= 1.5, r["run"]
+
+
+# -- where the period timer fires: six probes, and nginx-wrk-quiet-5 ------------------
+
+PROBES = DATA.parent / "period-timer-probes.toml"
+
+
+def test_the_period_timers_place_sets_the_median_as_measured() -> None:
+    """Six fresh cgroups of 1 ms per 4 ms, nginx under wrk -c64 with keep-alive
+    (period-timer-probes.toml): the period timer 0.24-2.84 ms past the ticks, wrk's p50
+    1.93-6.30 ms.  The model of nginx-wrk-quiet-4's 64 kept connections at each probe's
+    place: p50 1.28, 1.28, 1.28, 5.86, 3.70 and 4.11 ms, within 20% of the measured at the
+    three places past 1.7 ms; with the periods on the ticks' grid (the model before), 1.28
+    at every place, within 20% of none."""
+    import tomllib
+
+    from acceptsim.measure import load_run
+    from acceptsim.measure.calibrate import config_for
+    from acceptsim.models.experiment import simulate
+
+    probes = tomllib.loads(PROBES.read_text())["probe"]
+    costs = load_params_file(DATA4 / "wrk.params.toml")[0]
+    run = load_run(DATA4 / "workers-1" / "nginx-multi_accept-off-wrk-c-00064-keepalive-on-rep-1")
+    base = config_for(run, costs).replace(duration_s=4.0)
+
+    def p50(offset_s: float) -> float:
+        return simulate(base.replace(cpu_period_offset_s=offset_s))["wrk_latency_ms"]["p50"]
+
+    hits = [abs(p50(p["offset_us"] / 1e6) / p["p50_ms"] - 1) <= 0.2 for p in probes]
+    assert sum(hits) >= 3, hits
+    aligned = p50(0.0)
+    assert not any(abs(aligned / p["p50_ms"] - 1) <= 0.2 for p in probes)
+
+
+DATA5 = DATA.parent / "nginx-wrk-quiet-5"
+
+
+@pytest.fixture(scope="module")
+def report5() -> dict:
+    return wrk_report(DATA5)
+
+
+def test_every_run_records_its_period_timers_place_one_a_cgroup() -> None:
+    """Each `acceptsim measure` call's cgroup keeps one place (within 20 us over its runs);
+    the calls' places differ (0.28 ms and 0.02 ms past the ticks); each run's simulation
+    takes its own."""
+    from acceptsim.measure import find_runs, load_run
+    from acceptsim.measure.calibrate import config_for
+
+    costs = load_params_file(DATA5 / "wrk.params.toml")[0]
+    places: dict[bool, list[float]] = {}
+    for d in find_runs(DATA5 / "workers-1"):
+        run = load_run(d)
+        offset = run.info.server.cpu_period_offset_us
+        assert 0.0 <= offset < 4000.0, d.name
+        assert config_for(run, costs).cpu_period_offset_s == pytest.approx(offset / 1e6)
+        places.setdefault(run.info.load.keepalive, []).append(offset)
+    assert sorted(len(v) for v in places.values()) == [8, 8]
+    for offsets in places.values():
+        assert max(offsets) - min(offsets) < 25.0
+
+
+def test_with_the_places_recorded_the_throughput_mape_is_within_10_percent(
+        report5: dict) -> None:
+    """8.1% over the 16 runs, every run used by the fit and the validation."""
+    assert len(wrk_rows(report5)) == 16 and report5["excluded"] == []
+    assert report5["closed_loop"]["mape_reply_rate"] <= 10.0
+
+
+@pytest.mark.parametrize("concurrency", [
+    1, 4, pytest.param(16, marks=pytest.mark.xfail(
+        strict=True, reason="1.91 predicted against 2.27 measured (-16%)")), 64])
+def test_with_the_places_recorded_keepalives_gain(report5: dict, concurrency: int) -> None:
+    """1.57, 2.20, 2.27, 1.95 measured at 1, 4, 16 and 64 connections against 1.61, 2.07,
+    1.91, 1.95."""
+    (gain,) = [g for g in report5["closed_loop"]["keepalive_gain"]
+               if g["concurrency"] == concurrency]
+    assert gain["predicted"] == pytest.approx(gain["measured"], rel=0.15), gain
+
+
+@pytest.mark.xfail(strict=True, reason="p50 within 20% in 6 of the 16 runs (1 connection "
+                   "without keep-alive, 16 with it, 64 without it), p99 within a factor of "
+                   "1.5 in 9.  Both calls' places fell near the ticks (0.28 and 0.02 ms), "
+                   "where every run is a turn or more; below 16 connections nginx sleeps, "
+                   "and the medians of 0.05-0.18 ms are wake-ups, 0.05-0.06 in the model")
+def test_with_the_places_recorded_latency_p50_within_20_percent_and_p99_within_1_5x(
+        report5: dict) -> None:
+    for r in wrk_rows(report5):
+        m, p = r["measured"], r["predicted"]
+        assert abs(p["wrk_latency_ms.p50"] / m["wrk_latency_ms.p50"] - 1) <= 0.2, r["run"]
+        assert 1 / 1.5 <= p["wrk_latency_ms.p99"] / m["wrk_latency_ms.p99"] <= 1.5, r["run"]

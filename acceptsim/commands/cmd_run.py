@@ -77,6 +77,11 @@ def add_parser(subparsers: Any) -> None:
                    f"e.g. 0.1); 0: no limit (default {d('cpu_quota')})")
     p.add_argument("--cpu-period", default=None, metavar="SECONDS",
                    help=f"CFS period of --cpu-quota in seconds (default {d('cpu_period_s')})")
+    p.add_argument("--cpu-period-offset", default=None, metavar="SECONDS",
+                   help="where the period timer of --cpu-quota fires, in seconds past "
+                   "multiples of the period (the scheduler ticks on multiples of its tick; "
+                   "`acceptsim measure` records a run's) (default "
+                   f"{d('cpu_period_offset_s')})")
     p.add_argument("--cpus", default=None, metavar="N",
                    help=f"processors of the server host (default {d('cpus')})")
     p.add_argument("--cpu-quota-scope", default=None, choices=("server", "worker"),
@@ -192,6 +197,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                              lambda t: parse_int("idle-connections", t)),
         "cpu_quota": (args.cpu_quota, lambda t: parse_number("cpu-quota", t)),
         "cpu_period_s": (args.cpu_period, lambda t: parse_number("cpu-period", t)),
+        "cpu_period_offset_s": (args.cpu_period_offset,
+                                lambda t: parse_number("cpu-period-offset", t)),
         "cpu_quota_scope": (args.cpu_quota_scope, str),
         "rate_profile": (args.rate_profile, str),
         "rate_per_s": (args.rate, lambda t: parse_number("rate", t)),

@@ -151,9 +151,10 @@ def bounds_for(name: str, measured: dict[str, dict[str, Any]] | None = None) -> 
 def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
     """The run configuration that simulates ``run`` under ``costs``: its server model and
     ``multi_accept`` (accept-limit inf or 1), its CFS quota and whose cgroup it is
-    (``cpu_quota_scope``), kernel profile, target rate, spacing, httperf timeout and
-    duration, measured from the start (no warm-up); httperf's processes per client CPU
-    (``httperf_processes_per_cpu``), or wrk's connections and its own CPU per request."""
+    (``cpu_quota_scope``) and its period timer's place where the run traced it, kernel
+    profile, target rate, spacing, httperf timeout and duration, measured from the start
+    (no warm-up); httperf's processes per client CPU (``httperf_processes_per_cpu``), or
+    wrk's connections and its own CPU per request."""
     info = run.info
     if info.server.name not in SERVER_MODELS:
         raise ConfigError(
@@ -166,6 +167,9 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
          "cpu_quota_scope": info.server.cpu_quota_scope}
         if info.server.cpu_quota else {}
     )
+    # where its period timer fired, if the run traced it (else the seed's draw)
+    if info.server.cpu_quota and info.server.cpu_period_offset_us >= 0.0:
+        quota["cpu_period_offset_s"] = info.server.cpu_period_offset_us / 1e6
     # several workers: on the CPUs nginx was pinned to (all of the host's if it was not;
     # more workers than CPUs share them), the listening sockets and wake-up rule nginx was
     # configured with

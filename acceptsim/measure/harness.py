@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from acceptsim.measure import testbed
+from acceptsim.measure.period_timer import period_offset_s, trace_busy_group
 from acceptsim.measure.run import (
     HTTPERF_FILE,
     RUN_FILE,
@@ -1491,6 +1492,19 @@ def run_dir_name(plan: Plan, rate: float, repeat: int, limit: float | None = Non
     return f"{plan.server}{layout}-multi_accept-{ma}-rate-{rate:06.0f}-rep-{repeat}"
 
 
+def period_timer_offset(group: CpuQuota, cpus: str, tick_s: float) -> tuple[float | None, str]:
+    """Where ``group``'s period timer fires past multiples of its period, the ticks of the
+    server's CPUs ``cpus`` on multiples of ``tick_s`` (:mod:`acceptsim.measure.period_timer`),
+    traced after a run with the group kept busy (nothing then is measured); (None, why) if
+    it cannot be told."""
+    if group.worker_dirs:
+        return None, "a cgroup per worker, each with a period timer of its own"
+    trace = trace_busy_group(group.join, parse_cpu_list(cpus) if cpus else [])
+    if trace.failed:
+        return None, trace.failed
+    return period_offset_s(trace.text, group.period_us / 1e6, tick_s)
+
+
 def measure(
     plan: Plan, out: Path, log: Callable[[str], None] = print
 ) -> list[MeasuredRun]:
@@ -1595,6 +1609,13 @@ def _measure_points(
                                                 1e3 / os.sysconf("SC_CLK_TCK"))
             except ValueError as exc:  # the run stands; its series does not
                 log(f"{name}: no {TIMESERIES_FILE}: {exc}")
+        offset_us = -1.0
+        if group is not None:  # where its period timer fires against the ticks, traced
+            offset, why = period_timer_offset(group, server_cpus, kernel.tick_s)
+            if offset is None:
+                log(f"{name}: the CPU quota's period timer not placed ({why})")
+            else:
+                offset_us = math.floor(offset * 1e7) / 10.0  # (below the period)
         setting = (f"maxaccept={limit_text(limit)}" if limit is not None
                    else f"multi_accept={'on' if plan.multi_accept else 'off'}")
         load_text = (f"wrk -c {rate:g} keepalive {'on' if plan.keepalive else 'off'}" if wrk
@@ -1613,6 +1634,7 @@ def _measure_points(
                 cpus=server_cpus,
                 cpu_quota=group.quota_us / group.period_us if group else 0.0,
                 cpu_period_us=group.period_us if group else 0,
+                cpu_period_offset_us=offset_us,
                 cpu_quota_scope=plan.server_cpu_quota_scope,
                 accept_limit=0 if limit is None else limit,
                 max_connections=getattr(server, "max_connections", 0),

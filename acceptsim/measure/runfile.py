@@ -25,6 +25,9 @@ file and the key)::
     cpu_quota_scope = "server"  # whose cgroup cpu_quota is: "server" (one for nginx) or
                               # "worker" (one per worker, each with cpu_quota); default
                               # "server", so runs recorded before the option read as they were
+    cpu_period_offset_us = 730.5  # where the period timer fired past multiples of the
+                              # period, the ticks on multiples of the tick (perf; -1 or left
+                              # out = not recorded: the simulation's default, 0)
 
     [kernel]                  # KernelInfo
     profile = "linux-modern"  # the simulator's kernel profile for this host
@@ -121,6 +124,16 @@ class ServerInfo(Params):
         le=1_000_000,
         doc="CFS period of cpu_quota (cgroup cpu.cfs_period_us); 0 = no limit",
     )
+    cpu_period_offset_us: float = param(
+        -1.0,
+        unit="us",
+        ge=-1.0,
+        le=1_000_000.0,
+        doc="where the quota's period timer fired, past multiples of cpu_period_us, the "
+        "scheduler's ticks on multiples of kernel.tick_s (acceptsim measure traces it with "
+        "perf: acceptsim.measure.period_timer); -1 = not recorded (the simulation's "
+        "default: RunConfig.cpu_period_offset_s)",
+    )
 
     accept_limit: int = param(
         0, unit="connections", ge=0, allow_inf=True,
@@ -158,6 +171,11 @@ class ServerInfo(Params):
             )
         if self.cpu_period_us and not 1000 <= self.cpu_period_us:
             raise ConfigError("server.cpu_period_us", self.cpu_period_us, "0 or 1000 to 1000000")
+        if self.cpu_period_offset_us != -1.0 and not (
+                0.0 <= self.cpu_period_offset_us < self.cpu_period_us):
+            raise ConfigError("server.cpu_period_offset_us", self.cpu_period_offset_us,
+                              f"-1 (not recorded) or less than server.cpu_period_us "
+                              f"({self.cpu_period_us})")
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,20 @@ class RunConfig(Params):
         0.1, unit="s", ge=1e-3, le=1.0,
         doc="CFS period of cpu_quota (cgroup cpu.max period; Linux default 100 ms)",
     )
+    cpu_period_offset_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="where cpu_quota's period timer fires: this long past multiples of "
+        "cpu_period_s (every cgroup of the run), while the scheduler ticks on multiples of "
+        "kernel.sched_tick_s; less than cpu_period_s.  A server that runs on past its "
+        "quota is throttled at the first tick after the quota ran out, so this sets how "
+        "long it runs in each period.  Each cgroup's timer has a place of its own, kept "
+        "while it lives (perf, 2026-12-07: six fresh cgroups of 1 ms per 4 ms at 0.24-2.84 "
+        "ms past a tick, nginx running 3.76-1.17 ms a period, tests/data/measured/"
+        "period-timer-probes.toml; twelve `acceptsim measure` cgroups, four of them within "
+        "0.3 ms, the others 1.2-3.3 ms); `acceptsim measure` records each run's, and its "
+        "simulation takes it.  0: on the ticks' grid, as the kernel's sources read (what "
+        "sets the place was not found); sweep it to see what the place does",
+    )
     cpus: int = param(
         1, unit="CPUs", ge=1, le=MAX_CPUS,
         doc="processors of the server host (acceptsim.models.multicore); 1: the paper's "
@@ -307,6 +321,9 @@ class RunConfig(Params):
             raise ConfigError("cpu_quota", self.cpu_quota,
                               f"at most {limit} CPU{'s' if limit > 1 else ''} (the CPUs the "
                               f"{'worker' if per_worker else 'server'}'s cgroup may use)")
+        if self.cpu_period_offset_s >= self.cpu_period_s:
+            raise ConfigError("cpu_period_offset_s", self.cpu_period_offset_s,
+                              f"less than cpu_period_s ({self.cpu_period_s:g} s)")
         if self.client_processes_per_cpu > 1 and not self.kernel.client_timer_tick_s:
             raise ConfigError("client_processes_per_cpu", self.client_processes_per_cpu,
                               "1 unless the kernel's client_timer_tick_s > 0 (the processes' "

@@ -95,7 +95,9 @@ class Host:
             # one cgroup for the server's workers, or one per worker
             workers = self.cpus[: config.workers]
             groups = [workers] if config.cpu_quota_scope == "server" else [[c] for c in workers]
-            self.limits = [Bandwidth(group, quota_s, config.cpu_period_s, tick_s)
+            # (each period timer at the run's place against the ticks)
+            self.limits = [Bandwidth(group, quota_s, config.cpu_period_s, tick_s,
+                                     config.cpu_period_offset_s)
                            for group in groups]
         workload_cls, _ = WORKLOADS[config.workload]
         self.workload = workload_cls(config.build_workload_params(), streams)

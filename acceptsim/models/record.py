@@ -344,6 +344,11 @@ METRICS: tuple[Metric, ...] = (
            "run's end count from it (with concurrency > 0 or a CPU quota)", "client",
            lambda w: w.host.origin,
            present=lambda w: _closed_loop(w) or bool(w.host.config.cpu_quota)),
+    Metric("cpu_period_offset_s", "s", "where the CPU quota's period timer fired past "
+           "multiples of its period, the ticks on multiples of theirs "
+           "(RunConfig.cpu_period_offset_s; with a CPU quota)", "config",
+           lambda w: w.host.config.cpu_period_offset_s,
+           present=lambda w: bool(w.host.config.cpu_quota)),
     Metric("wrk_latency_ms", "ms", "the replies' response times as wrk 4.1 reports them "
            "(with client = wrk): mean, p50, p75, p90, p99 and max after its "
            "coordinated-omission correction, times at or past its --timeout (timeout_s) "

@@ -158,13 +158,16 @@ class Cpu:
         #: this processor's number on its host (0 for the first)
         self.number = env.attach_cpu(self)
 
-    def limit(self, quota_s: float, period_s: float, tick_s: float = 0.0) -> Bandwidth:
+    def limit(
+        self, quota_s: float, period_s: float, tick_s: float = 0.0, offset_s: float = 0.0
+    ) -> Bandwidth:
         """Limit the task to ``quota_s`` seconds of processor time per ``period_s``
         (CFS bandwidth control), from the current instant, noticed at the scheduler's
-        ticks every ``tick_s`` (0: exactly; see :class:`Bandwidth`)."""
+        ticks every ``tick_s`` (0: exactly), periods ending ``offset_s`` past multiples
+        of ``period_s`` from now (see :class:`Bandwidth`)."""
         if self.bandwidth is not None:
             raise RuntimeError("this Cpu's task is already limited")
-        return Bandwidth([self], quota_s, period_s, tick_s)
+        return Bandwidth([self], quota_s, period_s, tick_s, offset_s)
 
     # -- kernel side ------------------------------------------------------
     def interrupt(self, cost: float) -> None:
@@ -697,8 +700,9 @@ _TICK_EPS: Final = 1e-9
 
 def noticed_at(instant: float, tick_s: float) -> float:
     """When the kernel notices a quota that runs out at ``instant``, its task running on:
-    at the first scheduler tick from then (ticks every ``tick_s`` from 0, the period's
-    own grid: both run on the monotonic clock); ``instant`` itself when ``tick_s`` is 0."""
+    at the first scheduler tick from then (ticks every ``tick_s`` from 0; the periods
+    run on a grid of their own, :class:`Bandwidth`'s ``offset_s``); ``instant`` itself
+    when ``tick_s`` is 0."""
     if tick_s <= 0.0:
         return instant
     tick = math.ceil(instant / tick_s - _TICK_EPS) * tick_s
@@ -744,12 +748,21 @@ class Bandwidth:
     processor to the next one and waits for it again, behind the others, when the
     throttle ends.
 
+    The periods end ``offset_s`` past multiples of ``period_s`` counted from the limit's
+    start (the period timer's place; a host's limits start at 0), while the ticks fall on
+    multiples of ``tick_s`` from 0: where a tick
+    falls in the period sets how long a task that runs on overruns its quota, and so
+    how long it runs before each throttle (a period the tick divides, a quota it does
+    not: up to a tick more than the quota).  The first period, from the limit's start
+    to the first of those instants, holds a whole quota.
+
     Counters as in the cgroup's ``cpu.stat``: ``periods`` (periods that ended),
     ``throttled_periods`` and ``throttled_s`` (time spent throttled).
     """
 
     def __init__(
-        self, cpus: list[Cpu], quota_s: float, period_s: float, tick_s: float = 0.0
+        self, cpus: list[Cpu], quota_s: float, period_s: float, tick_s: float = 0.0,
+        offset_s: float = 0.0,
     ) -> None:
         if not cpus:
             raise ValueError("a CFS limit needs at least one task's Cpu")
@@ -759,6 +772,8 @@ class Bandwidth:
                              f"{processors} processors]")
         if tick_s < 0.0:
             raise ValueError(f"tick_s={tick_s} must be at least 0")
+        if not 0.0 <= offset_s < period_s:
+            raise ValueError(f"offset_s={offset_s} must lie in [0, period_s={period_s})")
         for cpu in cpus:
             if cpu.bandwidth is not None:
                 raise RuntimeError("a task of the group is already limited")
@@ -797,7 +812,9 @@ class Bandwidth:
             cpu.bandwidth = self
             cpu.bandwidth_slot = i
         self._used_at_start = self._used()
-        env.call_recurring(period_s, lambda: period_s, self._refill)
+        # the first period ends offset_s from now (a whole period if 0)
+        env.call_recurring(offset_s if offset_s > 0.0 else period_s, lambda: period_s,
+                           self._refill)
         runners = self._runners()
         self._arm(env.now, quota_s, runners if runners > 0 else 1)
 

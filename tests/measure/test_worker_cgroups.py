@@ -246,6 +246,68 @@ def test_todays_scope_leaves_the_workers_in_nginxs_group(
     assert config_for(run, CLUSTER1).cpu_quota_scope == "server"
 
 
+def test_measure_records_where_the_period_timer_fires_and_the_simulation_takes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    cgroupfs: object,
+) -> None:
+    """A stand-in perf traces CPU 0's ticks 15 us past multiples of 4 ms and the period
+    timer 1234.53 us past them: the run records 1219.5 us (the interrupt's latency, common
+    to both, cancels), and config_for simulates it there."""
+    cat = shutil.which("cat")
+    root = make_root(tmp_path / "cgroup", 1)
+    cgroupfs(root)  # type: ignore[operator]
+    monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "none")
+    monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root)
+    monkeypatch.setattr(harness, "scheduler_tick_s", lambda: 0.004)
+    pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "cgroup.procs")
+    lines = []
+    for k in range(1000, 1100):
+        lines.append(f"[000] hrtimer=0x1 function=tick_nohz_handler now={k * 4_000_000 + 15_000}")
+        lines.append(f"[000] hrtimer=0x2 function=sched_cfs_period_timer "
+                     f"now={k * 4_000_000 + 1_234_530}")
+    (tmp_path / "trace.txt").write_text("\n".join(lines) + "\n")
+    script(tmp_path / "bin", "perf", f"""
+case "$1" in
+  record) exit 0 ;;
+  script) exec {cat} {tmp_path / 'trace.txt'} ;;
+esac
+exit 1""")
+    out = tmp_path / "out"
+    try:
+        status = main([*ARGS, "--port", str(free_port()), "--server-cpu-quota", "0.25",
+                       "--server-cpu-period", "4000", "--out", str(out)])
+    finally:
+        kill_all(pids)
+    assert status == 0, capsys.readouterr().err
+    (run_dir,) = sorted(out.iterdir())
+    run = load_run(run_dir)
+    assert run.info.server.cpu_period_offset_us == 1219.5
+    assert config_for(run, CLUSTER1).cpu_period_offset_s == pytest.approx(1.2195e-3)
+
+
+def test_without_perf_the_run_says_so_and_the_simulation_keeps_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    cgroupfs: object,
+) -> None:
+    root = make_root(tmp_path / "cgroup", 1)
+    cgroupfs(root)  # type: ignore[operator]
+    monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "none")
+    monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root)
+    pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "cgroup.procs")
+    out = tmp_path / "out"
+    try:
+        status = main([*ARGS, "--port", str(free_port()), "--server-cpu-quota", "0.25",
+                       "--out", str(out)])
+    finally:
+        kill_all(pids)
+    assert status == 0, capsys.readouterr().err
+    assert "period timer not placed (perf not found" in capsys.readouterr().out
+    (run_dir,) = sorted(out.iterdir())
+    run = load_run(run_dir)
+    assert run.info.server.cpu_period_offset_us == -1.0
+    assert config_for(run, CLUSTER1).cpu_period_offset_s == 0.0
+
+
 # -- run.toml and config_for -------------------------------------------------------------------
 def test_runs_recorded_before_the_option_read_as_one_group_for_nginx() -> None:
     run = load_run(DATA / "nginx-loopback-workers" / "workers-2" /
