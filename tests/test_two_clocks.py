@@ -240,6 +240,9 @@ TIMESERIES_SETS = {
     DEMO: "nginx-loopback-workers.params.toml",
     "nginx-loopback-timeseries/quota-0.2-period-100000us": "nginx-loopback-timeseries.params.toml",
     "nginx-loopback-timeseries/quota-0.25-period-4000us": "nginx-loopback-timeseries.params.toml",
+    # its 4-ms half again, each run with its period timer's place (2026-12-07)
+    "nginx-loopback-timeseries-2/quota-0.25-period-4000us":
+        "nginx-loopback-timeseries-2/params.toml",
 }
 
 
