@@ -167,7 +167,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
          "cpu_quota_scope": info.server.cpu_quota_scope}
         if info.server.cpu_quota else {}
     )
-    # where its period timer fired, if the run traced it (else the seed's draw)
+    # where its period timer fired, if the run traced it (else the default, 0)
     if info.server.cpu_quota and info.server.cpu_period_offset_us >= 0.0:
         quota["cpu_period_offset_s"] = info.server.cpu_period_offset_us / 1e6
     # several workers: on the CPUs nginx was pinned to (all of the host's if it was not;

@@ -102,8 +102,8 @@ class PeriodTrace:
     CPUs ``cpus`` (a CPU list, as taskset's; "": every CPU) for ``seconds`` (at most
     :data:`TRACE_S`) from its start, in the background; afterwards ``trace.text`` holds
     them (``perf script -F cpu,trace``), or ``trace.failed`` says why there are none (perf
-    missing or refused).  However it ends, no perf is left running.
-    perf reads no process table (``--synth=no``)."""
+    missing or refused).  perf reads no process table (``--synth=no``).  However it ends,
+    no perf is left running."""
 
     def __init__(self, seconds: float, cpus: str = "") -> None:
         self.seconds = min(seconds, TRACE_S)

@@ -750,11 +750,10 @@ class Bandwidth:
 
     The periods end ``offset_s`` past multiples of ``period_s`` counted from the limit's
     start (the period timer's place; a host's limits start at 0), while the ticks fall on
-    multiples of ``tick_s`` from 0: where a tick
-    falls in the period sets how long a task that runs on overruns its quota, and so
-    how long it runs before each throttle (a period the tick divides, a quota it does
-    not: up to a tick more than the quota).  The first period, from the limit's start
-    to the first of those instants, holds a whole quota.
+    multiples of ``tick_s`` from 0.  Where a tick falls in the period sets how long a task
+    that runs on overruns its quota, and so how long it runs before each throttle: from
+    the period's start to the first tick after its quota is used.  The first period, from
+    the limit's start to the first of those instants, holds a whole quota.
 
     Counters as in the cgroup's ``cpu.stat``: ``periods`` (periods that ended),
     ``throttled_periods`` and ``throttled_s`` (time spent throttled).

@@ -25,7 +25,7 @@ from acceptsim.measure.harness import (
     HarnessError,
     Plan,
 )
-from acceptsim.measure.run import WORKERS_FILE
+from acceptsim.measure.run import WORKERS_FILE, MeasuredRun
 from acceptsim.measure.runfile import FORMAT, RUN_FILE
 from acceptsim.models.costs import CLUSTER1
 from acceptsim.sim.errors import ConfigError
@@ -223,24 +223,38 @@ def test_measure_moves_each_worker_into_its_own_group_and_records_the_scope(
     assert (config.cpu_quota_scope, config.cpu_quota, config.workers) == ("worker", 0.1, 3)
 
 
-def test_todays_scope_leaves_the_workers_in_nginxs_group(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    cgroupfs: object,
-) -> None:
+def measure_in_v1_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        capsys: pytest.CaptureFixture[str], cgroupfs: object,
+                        *args: str, tools: dict[str, str] | None = None
+                        ) -> tuple[MeasuredRun, str]:
+    """``acceptsim measure`` with ``args`` under a server-scope group of a fake cgroup v1
+    hierarchy, with stand-ins for nginx and httperf and the shell scripts ``tools`` (name:
+    body) on PATH: its one run, and what it printed."""
     root = make_root(tmp_path / "cgroup", 1)
     cgroupfs(root)  # type: ignore[operator]
     monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "none")
     monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root)
     pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "cgroup.procs")
+    for name, body in (tools or {}).items():
+        script(tmp_path / "bin", name, body)
     out = tmp_path / "out"
     try:
-        status = main([*ARGS, "--port", str(free_port()), "--workers", "2",
-                       "--server-cpu-quota", "0.1", "--out", str(out)])
+        status = main([*ARGS, "--port", str(free_port()), *args, "--out", str(out)])
     finally:
         kill_all(pids)
-    assert status == 0, capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
     (run_dir,) = sorted(out.iterdir())
-    run = load_run(run_dir)
+    return load_run(run_dir), printed.out
+
+
+def test_todays_scope_leaves_the_workers_in_nginxs_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    cgroupfs: object,
+) -> None:
+    run, _ = measure_in_v1_group(tmp_path, monkeypatch, capsys, cgroupfs, "--workers", "2",
+                                 "--server-cpu-quota", "0.1")
+    run_dir = run.path
     assert run.info.server.cpu_quota_scope == "server"
     assert not (run_dir / WORKER_CGROUPS_FILE).exists()
     assert config_for(run, CLUSTER1).cpu_quota_scope == "server"
@@ -253,34 +267,22 @@ def test_measure_records_where_the_period_timer_fires_and_the_simulation_takes_i
     """A stand-in perf traces CPU 0's ticks 15 us past multiples of 4 ms and the period
     timer 1234.53 us past them: the run records 1219.5 us (the interrupt's latency, common
     to both, cancels), and config_for simulates it there."""
-    cat = shutil.which("cat")
-    root = make_root(tmp_path / "cgroup", 1)
-    cgroupfs(root)  # type: ignore[operator]
-    monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "none")
-    monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root)
     monkeypatch.setattr(harness, "scheduler_tick_s", lambda: 0.004)
-    pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "cgroup.procs")
     lines = []
     for k in range(1000, 1100):
         lines.append(f"[000] hrtimer=0x1 function=tick_nohz_handler now={k * 4_000_000 + 15_000}")
         lines.append(f"[000] hrtimer=0x2 function=sched_cfs_period_timer "
                      f"now={k * 4_000_000 + 1_234_530}")
     (tmp_path / "trace.txt").write_text("\n".join(lines) + "\n")
-    script(tmp_path / "bin", "perf", f"""
+    perf = f"""
 case "$1" in
   record) exit 0 ;;
-  script) exec {cat} {tmp_path / 'trace.txt'} ;;
+  script) exec {shutil.which('cat')} {tmp_path / 'trace.txt'} ;;
 esac
-exit 1""")
-    out = tmp_path / "out"
-    try:
-        status = main([*ARGS, "--port", str(free_port()), "--server-cpu-quota", "0.25",
-                       "--server-cpu-period", "4000", "--out", str(out)])
-    finally:
-        kill_all(pids)
-    assert status == 0, capsys.readouterr().err
-    (run_dir,) = sorted(out.iterdir())
-    run = load_run(run_dir)
+exit 1"""
+    run, _ = measure_in_v1_group(tmp_path, monkeypatch, capsys, cgroupfs,
+                                 "--server-cpu-quota", "0.25", "--server-cpu-period", "4000",
+                                 tools={"perf": perf})
     assert run.info.server.cpu_period_offset_us == 1219.5
     assert config_for(run, CLUSTER1).cpu_period_offset_s == pytest.approx(1.2195e-3)
 
@@ -289,21 +291,9 @@ def test_without_perf_the_run_says_so_and_the_simulation_keeps_the_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     cgroupfs: object,
 ) -> None:
-    root = make_root(tmp_path / "cgroup", 1)
-    cgroupfs(root)  # type: ignore[operator]
-    monkeypatch.setattr(harness, "CGROUP_ROOT", tmp_path / "none")
-    monkeypatch.setattr(harness, "CGROUP_CPU_ROOT", root)
-    pids = fake_tools(tmp_path, monkeypatch, root / CGROUP_NAME / "cgroup.procs")
-    out = tmp_path / "out"
-    try:
-        status = main([*ARGS, "--port", str(free_port()), "--server-cpu-quota", "0.25",
-                       "--out", str(out)])
-    finally:
-        kill_all(pids)
-    assert status == 0, capsys.readouterr().err
-    assert "period timer not placed (perf not found" in capsys.readouterr().out
-    (run_dir,) = sorted(out.iterdir())
-    run = load_run(run_dir)
+    run, printed = measure_in_v1_group(tmp_path, monkeypatch, capsys, cgroupfs,
+                                       "--server-cpu-quota", "0.25")
+    assert "period timer not placed (perf not found" in printed
     assert run.info.server.cpu_period_offset_us == -1.0
     assert config_for(run, CLUSTER1).cpu_period_offset_s == 0.0
 
