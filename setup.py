@@ -62,7 +62,7 @@ def c_compiler_works() -> bool:
 #: each other through capsules, and Python finds the library's PyInit_ function, declared
 #: visible, as before), they are inlined where the inliner allows, which the two limits
 #: widen.  Measured (2026-12-07, ``python tools/instructions.py``): userver, TUX and Knot
-#: 10,125, 12,343 and 7,955 instructions an attempt without them, 9,668, 11,785 and 7,676
+#: 10,125, 12,343 and 7,955 instructions an attempt without them, 9,229, 11,278 and 7,358
 #: with them; ``farm-bench -n 8`` of a 30-s run at 24,000/s, whole process: 0.92-0.95 of the
 #: time.  None changes floating-point arithmetic (no contraction or reordering), so every
 #: result is bit-for-bit the same (``tools/reference.py check``).
