@@ -22,8 +22,15 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 
 from acceptsim import __version__
-from acceptsim.sim.errors import ConfigError, shorten
-from acceptsim.sim.params import plain_text
+
+#: numpy's OpenBLAS starts a thread per core when it loads, and each spins for about a
+#: tenth of a CPU-second before it sleeps (measured: importing the models took 0.32 CPU-s,
+#: 0.21 with one thread), on a core a sweep's other run could use; no command multiplies
+#: matrices large enough to gain from threads.  A value of the user's is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from acceptsim.sim.errors import ConfigError, shorten  # noqa: E402 (after the setting above)
+from acceptsim.sim.params import plain_text  # noqa: E402
 
 #: every command: its name, the module of ``acceptsim.commands`` that defines it and its
 #: one-line help, in the order ``--help`` lists them.  A command's module is imported only
