@@ -11,20 +11,19 @@ NATIVE := $(VENV)/.native
 
 .PHONY: run test check test-slow test-docs bench bench-instructions lint clean build docs notebook notebooks
 
-# install (the hot path is compiled by the next rule, once the dependencies its
-# profile-guided build's training imports are installed)
+# install (compiling the hot path with mypyc when a C compiler is present: setup.py)
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	ACCEPTSIM_PURE_PYTHON=1 $(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP) $(NATIVE)
 
-# compile the hot path with mypyc where a C compiler is present, profile-guided where it is
-# GCC (setup.py: HOT_PATH_OPTIONS, PGO_ENV; about two minutes): after the install, after an
-# edit of a compiled module, or when the list of them or the build's options change (until
-# then its Python sources run: acceptsim/sim/native.py)
-$(NATIVE): $(STAMP) $(HOT) acceptsim/sim/native.py setup.py
-	ACCEPTSIM_PGO=1 $(BIN)/python setup.py --quiet build_ext --inplace
+# recompile the hot path after an edit, or when the list of compiled modules changes (until
+# then its Python sources run: acceptsim/sim/native.py);
+# not when the build already matches the sources (as right after the install)
+$(NATIVE): $(STAMP) $(HOT) acceptsim/sim/native.py
+	$(BIN)/python -W ignore -c "from acceptsim.sim import native; raise SystemExit(not native.is_compiled())" \
+		|| $(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE)
 
 build: $(NATIVE)

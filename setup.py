@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -102,37 +100,12 @@ def write_manifest(directory: Path) -> None:
     (directory / NATIVE.MANIFEST).write_text(NATIVE.manifest_text(ROOT / NATIVE.PACKAGE))
 
 
-#: ``ACCEPTSIM_PGO=1`` with an in-place build (``make build`` sets it): the hot path built
-#: twice, GCC's profile-guided optimisation in between.  The first build counts what runs
-#: (``-fprofile-generate``), the bench's runs of every server and case train it
-#: (:data:`PGO_TRAINING`), and the second lays out branches and inlines by those counts
-#: (``-fprofile-use``; what the training did not run is optimised as without a profile).
-#: It needs the package's dependencies installed (the training imports them), so a wheel's
-#: build never does it.  Where the compiler refuses the options, or the training fails,
-#: the build is the plain one, and says why.  Like :data:`HOT_PATH_OPTIONS`, it changes no
-#: floating-point arithmetic: every result is bit-for-bit the same.  Measured (2026-12-07):
-#: instructions an attempt (``python tools/instructions.py``) userver 9,229 -> 8,702, TUX
-#: 11,278 -> 10,639, Knot 7,358 -> 6,856; ``farm-bench -n 8``, whole process: 0.97 of the
-#: time for the userver and Knot at 24,000/s (30 s), 0.95 for nginx on 4 CPUs at 80,000/s,
-#: 0.99 for the userver on SPECweb99 (the training has no run that long).  It takes the
-#: build from about one minute to two.
-PGO_ENV = "ACCEPTSIM_PGO"
-
-#: the training run of a profile-guided build: every server and case of ``acceptsim bench``
-#: for 3 simulated seconds (about 10 s in all)
-PGO_TRAINING = ("-m", "acceptsim", "bench", "--duration", "3", "--rounds", "1")
-
-
 class BuildExt(build_ext):
-    """setuptools' build_ext, plus the compiled modules' manifest when it built any, and a
-    profile-guided build when asked (:data:`PGO_ENV`)."""
+    """setuptools' build_ext, plus the compiled modules' manifest when it built any."""
 
     def run(self) -> None:
         try:
-            if self.extensions and self.inplace and os.environ.get(PGO_ENV, "") == "1":
-                self.run_trained()
-            else:
-                super().run()
+            super().run()
         except Exception as exc:  # noqa: BLE001 (a compiler error: install the Python path)
             print(f"acceptsim: compiling the hot path failed ({exc!r}): installing the "
                   "pure-Python hot path", file=sys.stderr)
@@ -141,49 +114,6 @@ class BuildExt(build_ext):
         if self.extensions:
             write_manifest(ROOT / NATIVE.PACKAGE / "sim")  # in place (editable installs)
             write_manifest(Path(self.build_lib) / NATIVE.PACKAGE / "sim")  # in the wheel
-
-    def run_trained(self) -> None:
-        """Build with counters, train, build again with the counts (:data:`PGO_ENV`)."""
-        profiles = Path(self.build_temp).resolve() / "pgo"
-        generate = ("-fprofile-generate", f"-fprofile-dir={profiles}", "-fprofile-update=single")
-        use = ("-fprofile-use", f"-fprofile-dir={profiles}", "-fprofile-partial-training",
-               "-Wno-missing-profile")
-        if len(accepted_options((generate, use))) != len(generate) + len(use):
-            print("acceptsim: the C compiler refuses GCC's profile options: the plain build",
-                  file=sys.stderr)
-            super().run()
-            return
-        plain = [(ext, list(ext.extra_compile_args), list(ext.extra_link_args or []))
-                 for ext in self.extensions]
-        compiler = self.compiler  # (a name, or None; each run replaces it with an object)
-
-        def build(compile_args: tuple[str, ...], link_args: tuple[str, ...]) -> None:
-            for ext, compile_base, link_base in plain:
-                ext.extra_compile_args = [*compile_base, *compile_args]
-                ext.extra_link_args = [*link_base, *link_args]
-            self.force = True  # every object again, whatever its age
-            self.compiler = compiler
-            super(BuildExt, self).run()
-
-        shutil.rmtree(profiles, ignore_errors=True)
-        build(generate, ("-fprofile-generate",))
-        write_manifest(ROOT / NATIVE.PACKAGE / "sim")  # the training imports this build
-        training = subprocess.run(
-            [sys.executable, *PGO_TRAINING], cwd=ROOT, capture_output=True, text=True,
-            env={**os.environ, "ACCEPTSIM_CACHE": "off", NATIVE.PURE_ENV: "0"},
-        )
-        if training.returncode != 0:
-            print("acceptsim: the profile-guided build's training failed (exit "
-                  f"{training.returncode}: {training.stderr.strip()[-300:]}): the plain build",
-                  file=sys.stderr)
-            build((), ())
-            return
-        if not any(profiles.rglob("*.gcda")):
-            print("acceptsim: the profile-guided build's training wrote no profile (did it "
-                  "run the Python sources?): the plain build", file=sys.stderr)
-            build((), ())
-            return
-        build(use, ())
 
     def remove_outputs(self) -> None:
         """Remove what a failed build left: a partial build must not be imported."""
