@@ -35,8 +35,11 @@ def load_native() -> ModuleType:
 NATIVE = load_native()
 
 
-def c_compiler_works() -> bool:
-    """Can this machine build a Python extension?  (Compile one small C file.)"""
+def compiles(code: str, options: tuple[str, ...] = ()) -> bool:
+    """Does this machine's C compiler compile ``code`` (a small C file, which may include
+    Python's headers) with ``options``?"""
+    from sysconfig import get_paths
+
     from setuptools._distutils.ccompiler import new_compiler
     from setuptools._distutils.sysconfig import customize_compiler
 
@@ -44,14 +47,18 @@ def c_compiler_works() -> bool:
     customize_compiler(compiler)
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "probe.c"
-        source.write_text("#include <Python.h>\nint probe(void) { return 0; }\n")
+        source.write_text(code)
         try:
-            from sysconfig import get_paths
-
-            compiler.compile([str(source)], output_dir=tmp, include_dirs=[get_paths()["include"]])
-        except Exception:  # noqa: BLE001 (any failure means: no usable compiler)
+            compiler.compile([str(source)], output_dir=tmp, include_dirs=[get_paths()["include"]],
+                             extra_postargs=list(options))
+        except Exception:  # noqa: BLE001 (any failure means: no)
             return False
     return True
+
+
+def c_compiler_works() -> bool:
+    """Can this machine build a Python extension?  (Compile one small C file.)"""
+    return compiles("#include <Python.h>\nint probe(void) { return 0; }\n")
 
 
 #: C compiler options for the compiled hot path, each group kept only where the compiler
@@ -75,22 +82,9 @@ HOT_PATH_OPTIONS = (
 def accepted_options(groups: tuple[tuple[str, ...], ...]) -> list[str]:
     """The groups of ``groups`` this machine's C compiler accepts (a group it refuses, such
     as GCC's ``--param`` under another compiler, is left out), flattened."""
-    from setuptools._distutils.ccompiler import new_compiler
-    from setuptools._distutils.sysconfig import customize_compiler
-
-    accepted: list[str] = []
-    for group in groups:
-        compiler = new_compiler()
-        customize_compiler(compiler)
-        with tempfile.TemporaryDirectory() as tmp:
-            source = Path(tmp) / "probe.c"
-            source.write_text("int probe(void) { return 0; }\n")
-            try:
-                compiler.compile([str(source)], output_dir=tmp, extra_postargs=["-Werror", *group])
-            except Exception:  # noqa: BLE001 (refused: leave the group out)
-                continue
-        accepted.extend(group)
-    return accepted
+    return [option for group in groups
+            if compiles("int probe(void) { return 0; }\n", ("-Werror", *group))
+            for option in group]
 
 
 def write_manifest(directory: Path) -> None:
