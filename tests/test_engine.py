@@ -633,7 +633,9 @@ def test_a_delay_line_keeps_any_number_pending_in_fifo_order(
     """A line's ring of pending calls grows when full, from wherever its first call sits:
     bursts of puts between runs of the clock (up to hundreds pending) come out at their
     instants and in the order they were put, as plain calls do, and the line counts what
-    it holds."""
+    it holds.  A place the line is not using holds the line's own entry, never the entry
+    of a call it has made (back in the clock's pool, given out again later, and out of
+    the cache by the time a put would let go of it)."""
     def run(on_line: bool) -> list[tuple[float, int]]:
         env = Environment()
         line = env.delay_line(0.5)
@@ -649,6 +651,9 @@ def test_a_delay_line_keeps_any_number_pending_in_fifo_order(
             env.run(until=env.now + advance)
             if on_line:
                 assert len(line) == n - len(seen)
+                size = len(line.ring)
+                in_use = {(line.start + k) & (size - 1) for k in range(len(line))}
+                assert all(line.ring[i] is line.entry for i in range(size) if i not in in_use)
         env.run()
         assert not on_line or len(line) == 0
         return seen
