@@ -7,8 +7,10 @@ import json
 import pytest
 
 from acceptsim.cli import main
+from acceptsim.commands import cmd_bench
 from acceptsim.commands.cmd_bench import (
     CASES,
+    HEAP_LOOP_WARMUP_CUSTOMERS,
     bench,
     bench_config,
     count_events,
@@ -63,6 +65,22 @@ def test_events_per_attempt_are_counted_by_kind() -> None:
 def test_the_heap_loop_serves_what_it_is_asked_and_is_timed() -> None:
     assert heap_loop(1000) == 1000
     assert heap_loop_speed(customers=20_000, repeat=1) > 0
+
+
+def test_the_heap_loop_is_warmed_before_it_is_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CPython 3.11 specializes a function's bytecode after its eighth entry: a timing
+    # of the loop's first calls in a process measures the unspecialized interpreter
+    calls: list[int] = []
+
+    def recorded(customers: int, seed: int = 1) -> int:
+        calls.append(customers)
+        return customers
+
+    monkeypatch.setattr(cmd_bench, "heap_loop", recorded)
+    heap_loop_speed(customers=20_000, repeat=2)
+    assert calls.count(20_000) == 2
+    assert calls.index(20_000) >= 8
+    assert all(c == HEAP_LOOP_WARMUP_CUSTOMERS for c in calls[: calls.index(20_000)])
 
 
 @pytest.mark.bench

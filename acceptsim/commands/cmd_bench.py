@@ -92,6 +92,15 @@ def add_parser(subparsers: Any) -> None:
 #: customers per timing of the heap loop, and timings (the fastest counts)
 HEAP_LOOP_CUSTOMERS = 200_000
 HEAP_LOOP_REPEAT = 3
+#: calls of the heap loop, of a few customers each, before every timing.  CPython 3.11
+#: specializes a function's bytecode ("quickens" it) only once the function has been
+#: entered eight times; until then its globals are looked up in dictionaries and its
+#: calls go the general way.  Unwarmed, the loop's first seven timings in a process ran
+#: 0.65-0.75 of its speed from the eighth on, which made every ratio of a bench's
+#: first rounds too high and of its later rounds lower (design log, "The yardstick's
+#: warm-up").  Later CPythons quicken at once; the calls cost nothing there.
+HEAP_LOOP_WARMUP_CALLS = 10
+HEAP_LOOP_WARMUP_CUSTOMERS = 10
 #: rounds of ``acceptsim bench``: each server's ratio to the heap loop is the median of
 #: this many, each timed between two heap-loop timings
 BENCH_ROUNDS = 3
@@ -125,7 +134,10 @@ def heap_loop(customers: int, seed: int = 1) -> int:
 
 
 def heap_loop_speed(customers: int = HEAP_LOOP_CUSTOMERS, repeat: int = HEAP_LOOP_REPEAT) -> float:
-    """Customers per CPU-second of :func:`heap_loop` (the fastest of ``repeat`` timings)."""
+    """Customers per CPU-second of :func:`heap_loop` (the fastest of ``repeat`` timings),
+    warmed first (:data:`HEAP_LOOP_WARMUP_CALLS`)."""
+    for _ in range(HEAP_LOOP_WARMUP_CALLS):
+        heap_loop(HEAP_LOOP_WARMUP_CUSTOMERS)
     best = 0.0
     for _ in range(repeat):
         start = time.process_time()
