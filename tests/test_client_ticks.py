@@ -48,6 +48,7 @@ def client(profile=LINUX_24):  # type: ignore[no-untyped-def]
                OnePacket(OnePacketParams(), streams), streams, CLUSTER1)
     kernel = SynRecorder(env)
     c._kernel_syn = Calls(kernel.syn)  # only SYNs reach the server in these tests
+    c._make_syn_lines()  # which the lines of retransmitted SYNs hand on
     return env, c, kernel
 
 

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptsim.models.connection import Connection
 from acceptsim.models.experiment import RunConfig, simulate
 from acceptsim.sim import BLOCK, Cpu, Environment, interrupts
 from acceptsim.sim.cpu import Burst
-from acceptsim.sim.engine import POSTED, SIFTED_HEAP, Calls, DelayLine, Entry
+from acceptsim.sim.engine import (
+    POSTED,
+    SIFTED_HEAP,
+    Calls,
+    DelayLine,
+    Entry,
+    ItemLine,
+)
 from acceptsim.sim.streams import BLOCK_SIZE, Streams
 
 
@@ -659,3 +668,68 @@ def test_a_delay_line_keeps_any_number_pending_in_fifo_order(
         return seen
 
     assert run(True) == run(False)
+
+
+def _item(tag: int) -> Connection:
+    """An item for an :class:`ItemLine` (a connection: the one kind the model puts on one;
+    a compiled :class:`Timed` takes no subclass the interpreter defines)."""
+    return Connection(tag, 0.0, 1.0)
+
+
+def _records(env: Environment, seen: list[tuple[float, str, int]]) -> Calls:
+    """A handler that records the instant and the connection's id of each call."""
+    return Calls(lambda conn: seen.append((env.now, "line", conn.id)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.sampled_from([0.0, 0.25, 0.4]),
+                          st.floats(0.05, 0.6)), min_size=1, max_size=30))
+def test_an_item_line_makes_a_delay_lines_calls_at_the_same_instants_in_the_same_order(
+    steps: list[tuple[int, float, float]],
+) -> None:
+    """An :class:`ItemLine` (items that carry their instants, one handler) in place of a
+    :class:`DelayLine`'s ``put_at``: bursts of puts on a grid of instants other calls meet
+    too, the ring grown from wherever its head sits, give the same calls at the same
+    instants in the same order among the plain calls beside them; the line counts what it
+    holds, and a place not in use holds the line's blank, never an item it handed on."""
+    def run(items: bool) -> list[tuple[float, str, int]]:
+        env = Environment()
+        seen: list[tuple[float, str, int]] = []
+        handler = _records(env, seen)
+        line: ItemLine | DelayLine = ItemLine(env, handler) if items else DelayLine(env, 0.0)
+        n = last = 0.0
+        for puts, gap, advance in steps:
+            at = max(last, math.floor(env.now * 4 + 1) / 4 + gap)  # on a grid, in order
+            for _ in range(puts):
+                if isinstance(line, ItemLine):
+                    line.put_at(at, _item(int(n)))
+                else:
+                    line.put_at(at, handler, _item(int(n)))
+                env.call_at(at, lambda v: seen.append((env.now, "plain", v)), int(n))
+                n += 1
+            last = at
+            env.run(until=env.now + advance)
+            if isinstance(line, ItemLine):
+                assert len(line) == n - sum(1 for _, kind, _ in seen if kind == "line")
+                size = len(line.ring)
+                in_use = {(line.start + k) & (size - 1) for k in range(len(line))}
+                assert all(line.ring[i] is line.blank for i in range(size) if i not in in_use)
+        env.run()
+        return seen
+
+    assert run(True) == run(False)
+
+
+def test_an_item_line_refuses_an_instant_before_now_or_its_last_and_is_discarded() -> None:
+    env = Environment()
+    seen: list[tuple[float, str, int]] = []
+    line = ItemLine(env, _records(env, seen))
+    line.put_at(2.0, _item(1))
+    with pytest.raises(ValueError, match="earlier"):
+        line.put_at(1.5, _item(2))
+    env.run(until=2.5)
+    with pytest.raises(ValueError, match="earlier"):
+        line.put_at(2.0, _item(3))  # in the past
+    line.put_at(4.0, _item(4))
+    env.discard()
+    assert len(line) == 0 and seen == [(2.0, "line", 1)]

@@ -250,6 +250,8 @@ def count_events(config: RunConfig) -> dict[str, Any]:
         kind = entry.kind
         if kind == engine.LINE:
             counts["line " + name(entry.owner.first().fn)] += 1
+        elif kind == engine.ITEMS:
+            counts["line " + name(entry.owner.handler)] += 1
         elif kind == engine.LANE:
             counts["lane " + name(entry.owner.heap[0].fn)] += 1
         elif kind == engine.EVENT:

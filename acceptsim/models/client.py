@@ -73,7 +73,7 @@ from acceptsim.models.kernel import (
 from acceptsim.models.tcp import SendPath
 from acceptsim.models.workloads import Workload
 from acceptsim.sim.cpu import growth
-from acceptsim.sim.engine import DelayLine, Draws, DrawsOf, Handler
+from acceptsim.sim.engine import Draws, DrawsOf, Handler, ItemLine
 from acceptsim.sim.params import Params, param
 from acceptsim.sim.streams import Streams
 
@@ -312,11 +312,10 @@ class Client(ClientSide):
             self._tick_phase = phases.tolist()
         #: retransmitted SYNs waiting for their tick (thousands past saturation): one line
         #: per machine and retransmission, each in FIFO order (its connections' first SYNs
-        #: were dropped in the order they were sent, and its instants follow that order)
+        #: were dropped in the order they were sent, and its instants follow that order),
+        #: made by :meth:`connect` (they hand the SYNs to the server's listen path)
         self._syn_levels = profile.syn_retries
-        self._syn_lines: list[DelayLine] = [
-            DelayLine(env, 0.0) for _ in range(self._machines * max(1, self._syn_levels))
-        ]
+        self._syn_lines: list[ItemLine] = []
         #: retransmitted requests waiting for their tick
         self._rtx_timers = env.timer_lane()
         #: the server host's send side and its links to the client machines (the run may
@@ -383,6 +382,12 @@ class Client(ClientSide):
         self._kernel_request: Handler = Segment(listen_path, REQUEST)
         self._kernel_fin: Handler = Segment(listen_path, FIN)
         self._kernel_reset: Handler = Segment(listen_path, RESET)
+        self._make_syn_lines()
+
+    def _make_syn_lines(self) -> None:
+        """The lines of retransmitted SYNs, handing them to ``_kernel_syn``."""
+        self._syn_lines = [ItemLine(self.env, self._kernel_syn)
+                           for _ in range(self._machines * max(1, self._syn_levels))]
 
     def share_one_kernel(self) -> None:
         """Every client process runs on the server's kernel (the clients on the server's
@@ -569,7 +574,7 @@ class Client(ClientSide):
         conn.syn_sent = sent + 1
         if self._tick > 0:
             line = self._syn_lines[(conn.id % self._machines) * self._syn_levels + sent - 1]
-            line.put_at(next_send + self.owd, self._kernel_syn, conn)
+            line.put_at(next_send + self.owd, conn)
             return
         # the retransmission reaches the server one backed-off RTO after this one did
         backoff = self._syn_rto * float(1 << (sent - 1))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from acceptsim.sim.engine import Timed
+
 SYN_SENT: Final = 0
 SYN_RECV: Final = 1
 ESTABLISHED: Final = 2
@@ -25,8 +27,10 @@ CLOSED: Final = 4
 STATE_NAMES: Final = ("SYN_SENT", "SYN_RECV", "ESTABLISHED", "ACCEPTED", "CLOSED")
 
 
-class Connection:
-    """Plain record; every field is read and written by models/ directly."""
+class Connection(Timed):
+    """Plain record; every field is read and written by models/ directly.  ``due``
+    (:class:`~acceptsim.sim.engine.Timed`) is the instant a line of retransmitted SYNs
+    hands it on (:class:`~acceptsim.sim.engine.ItemLine`)."""
 
     __slots__ = (
         "id",
@@ -62,6 +66,7 @@ class Connection:
     )
 
     def __init__(self, conn_id: int, started_at: float, deadline: float) -> None:
+        self.due = 0.0
         self.id = conn_id
         self.state = SYN_SENT
         self.started_at = started_at
