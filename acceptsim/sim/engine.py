@@ -858,12 +858,22 @@ class Environment(simpy.Environment):
                 t = entry.t
             else:
                 t = INF
+            # the processor whose burst ends first (the lowest-numbered on a tie), by index:
+            # compiled, ``cpus[i].task_end`` reads each processor without taking a
+            # reference to it (a for loop over the list takes and drops one each)
             first: Cpu | None = None
             task_end = INF
-            for cpu in cpus:
-                if cpu.task_end < task_end:
-                    task_end = cpu.task_end
-                    first = cpu
+            n: i64 = len(cpus)
+            best: i64 = -1
+            i: i64 = 0
+            while i < n:
+                ends = cpus[i].task_end
+                if ends < task_end:
+                    task_end = ends
+                    best = i
+                i += 1
+            if best >= 0:
+                first = cpus[best]
             if first is None and t == INF and at == INF:
                 return None  # no event left and every task sleeps
             if first is not None and task_end <= t and task_end <= at:
