@@ -118,8 +118,8 @@ class Entry:
     the sequence number ``seq`` that orders entries of one instant and priority
     in the order they were scheduled; entries compare as SimPy's
     ``(time, priority, sequence)`` tuples do.  ``kind`` says what happens then
-    (:data:`CALL`, :data:`POSTED`, :data:`RECURRING`, :data:`LINE`, :data:`LANE`,
-    :data:`EVENT`),
+    (:data:`CALL`, :data:`POSTED`, :data:`RECURRING`, :data:`LINE`, :data:`ITEMS`,
+    :data:`LANE`, :data:`EVENT`),
     with ``fn``, ``value`` and ``owner``.
 
     One class for every kind: the compiled build then checks an entry's type by
@@ -677,7 +677,8 @@ class Environment(simpy.Environment):
         #: every processor, in the order attached (its index is its number)
         self.cpus: list[Cpu] = []
         self._lines: dict[float, DelayLine] = {}
-        #: every delay line and timer lane made for this environment (:meth:`discard`)
+        #: every delay line, item line and timer lane made for this environment
+        #: (:meth:`discard`)
         self._delay_lines: list[DelayLine] = []
         self._item_lines: list[ItemLine] = []
         self._timer_lanes: list[TimerLane] = []
