@@ -94,20 +94,86 @@ def write_manifest(directory: Path) -> None:
     (directory / NATIVE.MANIFEST).write_text(NATIVE.manifest_text(ROOT / NATIVE.PACKAGE))
 
 
+#: the compiler options of a profile-guided build (``ACCEPTSIM_PGO=1``, ``make build-pgo``),
+#: GCC's: the first build counts where its code goes ({dir}: the counts' folder), the second
+#: lays the code out by those counts (hot functions together, cold blocks apart, the
+#: branches' likely sides first); functions the training did not run stay as without
+#: profile.  Neither changes floating-point arithmetic: the results are the same to the bit
+PGO_GENERATE = ("-fprofile-generate={dir}", "-fprofile-update=single")
+PGO_USE = ("-fprofile-use={dir}", "-fprofile-partial-training", "-Wno-missing-profile")
+#: the training run between the two builds: each compiled server and layout the bench
+#: times (``acceptsim bench``'s cases), short
+PGO_TRAINING = ("bench", "--servers", "userver,tux,knot,nginx-4cpu,userver-specweb99",
+                "--duration", "2", "--rounds", "1")
+
+
 class BuildExt(build_ext):
-    """setuptools' build_ext, plus the compiled modules' manifest when it built any."""
+    """setuptools' build_ext, plus the compiled modules' manifest when it built any, and a
+    profile-guided build when ``ACCEPTSIM_PGO=1`` asks for one."""
 
     def run(self) -> None:
+        pgo = bool(self.extensions) and os.environ.get("ACCEPTSIM_PGO", "") == "1"
         try:
-            super().run()
+            if pgo:
+                self.run_profile_guided()
+            else:
+                super().run()
         except Exception as exc:  # noqa: BLE001 (a compiler error: install the Python path)
             print(f"acceptsim: compiling the hot path failed ({exc!r}): installing the "
                   "pure-Python hot path", file=sys.stderr)
             self.remove_outputs()
             return
         if self.extensions:
-            write_manifest(ROOT / NATIVE.PACKAGE / "sim")  # in place (editable installs)
-            write_manifest(Path(self.build_lib) / NATIVE.PACKAGE / "sim")  # in the wheel
+            self.write_manifests()
+
+    def write_manifests(self) -> None:
+        write_manifest(ROOT / NATIVE.PACKAGE / "sim")  # in place (editable installs)
+        write_manifest(Path(self.build_lib) / NATIVE.PACKAGE / "sim")  # in the wheel
+
+    def run_profile_guided(self) -> None:
+        """Build with counters, run :data:`PGO_TRAINING` on that build, build again from
+        its counts.  A compiler without GCC's options, or a failed training run, leaves
+        the plain build (and says so)."""
+        import subprocess
+
+        with tempfile.TemporaryDirectory(prefix="acceptsim-pgo-") as counts:
+            generate = [o.format(dir=counts) for o in PGO_GENERATE]
+            use = [o.format(dir=counts) for o in PGO_USE]
+            if not (compiles("int probe(void) { return 0; }\n", ("-Werror", *generate))
+                    and compiles("int probe(void) { return 0; }\n", ("-Werror", *use))):
+                print("acceptsim: ACCEPTSIM_PGO=1, but the C compiler does not take GCC's "
+                      "profile options: a plain build", file=sys.stderr)
+                super().run()
+                return
+            plain = {ext.name: (list(ext.extra_compile_args), list(ext.extra_link_args))
+                     for ext in self.extensions}
+            for ext in self.extensions:
+                ext.extra_compile_args = [*plain[ext.name][0], *generate]
+                ext.extra_link_args = [*plain[ext.name][1], *generate]
+            self.force = True
+            compiler = self.compiler  # a name until run() makes it a compiler: each build
+            super().run()  # starts from the name
+            self.write_manifests()  # the training imports this build, not the sources
+            where = ROOT if self.inplace else Path(self.build_lib)
+            # on the instrumented build, or not at all (exit 3: the sources would run)
+            train = ("import sys\nfrom acceptsim.sim import native\n"
+                     "if not native.is_compiled():\n    sys.exit(3)\n"
+                     "from acceptsim.cli import main\n"
+                     f"sys.exit(main({list(PGO_TRAINING)!r}))\n")
+            training = subprocess.run(
+                [sys.executable, "-c", train],
+                env={**os.environ, "PYTHONPATH": str(where), "ACCEPTSIM_CACHE": "off"},
+                capture_output=True, text=True, check=False)
+            if training.returncode != 0:
+                print("acceptsim: ACCEPTSIM_PGO=1: the training run failed (exit "
+                      f"{training.returncode}: {training.stderr.strip()[-500:]}): a plain "
+                      "build", file=sys.stderr)
+                use = []
+            for ext in self.extensions:
+                ext.extra_compile_args = [*plain[ext.name][0], *use]
+                ext.extra_link_args = plain[ext.name][1]
+            self.compiler = compiler
+            super().run()
 
     def remove_outputs(self) -> None:
         """Remove what a failed build left: a partial build must not be imported."""
