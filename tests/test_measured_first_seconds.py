@@ -114,9 +114,9 @@ def test_below_saturation_neither_serves_more_in_its_first_second(points: list[d
     "epoll_ctl and close measured on this host sum to 13 us (and a read that finds the "
     "FIN); the model also completes fewer of them than measured "
     "(tests/test_two_clocks.py).  Profiled (tests/data/measured/README.md, \"Where "
-    "nginx's CPU goes past saturation\"), the CPU per reply grows in every call alike, "
-    "nginx's own code included, and varies 1.4-fold between intervals later on: not a "
-    "cost per handshake without a request"))
+    "nginx's CPU goes past saturation\"), the CPU per reply grows after the first second "
+    "in every call alike, nginx's own code included (below saturation it does not): not "
+    "a cost per handshake without a request"))
 def test_past_saturation_the_first_seconds_excess_is_the_measured_one(
     points: list[dict],
 ) -> None:

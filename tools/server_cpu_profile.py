@@ -24,7 +24,9 @@ or runs recorded alike, not a profiled run with an unprofiled one.
 sample inside ``accept4`` (the load's first connection), and prints, per window of the
 run's time series and per third of its intervals sorted by replies per CPU-millisecond,
 the microseconds per reply of each system call (``[softirq]``: the part spent in the
-receive softirq inside it), of the worker's own code (``user``) and of the rest.
+receive softirq inside it), of the worker's own code (``user``) and of the rest.  Sorted
+by their own ratio, the thirds differ by their intervals' scatter too: compare their
+spread with a run's below saturation before reading it as the load's.
 """
 
 from __future__ import annotations
