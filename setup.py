@@ -101,8 +101,8 @@ def write_manifest(directory: Path) -> None:
 #: profile.  Neither changes floating-point arithmetic: the results are the same to the bit
 PGO_GENERATE = ("-fprofile-generate={dir}", "-fprofile-update=single")
 PGO_USE = ("-fprofile-use={dir}", "-fprofile-partial-training", "-Wno-missing-profile")
-#: the training run between the two builds: each compiled server and layout the bench
-#: times (``acceptsim bench``'s cases), short
+#: the training run between the two builds: the servers and layouts whose speed the
+#: README states (``make bench-instructions``' set), two simulated seconds each
 PGO_TRAINING = ("bench", "--servers", "userver,tux,knot,nginx-4cpu,userver-specweb99",
                 "--duration", "2", "--rounds", "1")
 
