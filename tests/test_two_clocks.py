@@ -317,19 +317,19 @@ ONE_WORKER_SETS = {
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=(
-    "33 of the 49 points are within a factor of 2 (one seed a point; 38 the day before, "
-    "when loopback segments took a LAN's 100-us round trip and httperf read its replies "
-    "out of turn).  Outside: the old nginx-loopback set at 8,000-12,000/s (0-4.7 times), "
-    "nginx-loopback-quota at 6,000 and 7,000/s (2.0 and 2.2), quotas' 0.1-CPU point at "
-    "3,000/s (2.1 off, 2.3 on) and 4,000/s off (0.33) and its 0.15-CPU point at 5,000/s "
-    "on (0.47), workers-1 at 5,000/s (0.46 off, 0.37 on), and the 4-ms time-series set "
-    "at 5,000-6,000/s off (0.33, 0.47, 0.25) and 5,000/s on (0.50).  Most move across "
-    "the bounds from one seed to the next; the median ratio is 0.72 (0.73 the day before)"))
+    "35 of the 49 points are within a factor of 2 (the mean of seeds 1-4; 33 with seed 1 "
+    "alone, as compared before 2026-12-07 17:00).  Outside, the same way in every seed: the "
+    "old nginx-loopback set at 8,000-12,000/s (0.0 and 4.6 times); 2.0-2.2 times at "
+    "nginx-loopback-quota's 6,000 and 7,000/s and quotas' 0.1-CPU point at 3,000/s (off "
+    "and on); 0.37-0.49 at workers-1's 5,000/s (off and on), quotas' 0.15- and 0.2-CPU "
+    "points at 5,000/s (on) and cgroup-scopes' 3,500/s (off); the 4-ms time-series set at "
+    "5,000/s off (0.45, seeds 0.30-0.75)"))
 def test_handshakes_without_a_request_within_a_factor_of_2_at_every_one_worker_point() -> None:
     """The issue's criterion: wherever the kernel completed more than 50 handshakes a
     second that never brought nginx a request (TcpPassiveOpens minus the replies, the mean
     over a point's repeats, client-limited runs left out), the model's accepts beyond its
-    replies lie within a factor of 2."""
+    replies (the mean over :data:`RETRANS_SEEDS`, as the measured is over the repeats) lie
+    within a factor of 2."""
     measured_root = SCOPES.parent
     ratios = {}
     for folder, params in ONE_WORKER_SETS.items():
@@ -349,8 +349,10 @@ def test_handshakes_without_a_request_within_a_factor_of_2_at_every_one_worker_p
                 / r.info.load.duration_s for r in runs]))
             if measured <= 50.0:
                 continue
-            record = run_point(config_for(runs[0], costs), checked=False)
-            ratios[key] = (record["accept_rate_per_s"] - record["reply_rate_per_s"]) / measured
+            unused = [(r["accept_rate_per_s"] - r["reply_rate_per_s"]) for r in (
+                run_point(config_for(runs[0], costs, seed), checked=False)
+                for seed in RETRANS_SEEDS)]
+            ratios[key] = float(np.mean(unused)) / measured
     assert len(ratios) >= 40
     outside = {k: round(v, 2) for k, v in ratios.items() if not 0.5 <= v <= 2.0}
     assert not outside, (len(ratios) - len(outside), len(ratios), outside)
