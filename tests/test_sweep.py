@@ -346,3 +346,19 @@ def test_sim_sweep_is_callable_and_a_simulation_does_not_import_it() -> None:
         "assert callable(sim.sweep) and sim.sweep.run_many is run_many\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("key", "values", "allowed"), [
+    ("+", [0], "none empty"),  # found by tests/test_fuzz.py: a TypeError before
+    ("rate_per_s+", [[1000.0, 2.0]], "none empty"),
+    ("rate_per_s+accept_limit", [8000.0], "2-element lists"),
+    ("rate_per_s+accept_limit", [[8000.0, 1.0, 2.0]], "2-element lists"),
+])
+def test_a_linked_sweep_key_given_in_place_of_a_list_is_refused_by_name(
+        key: str, values: list[Any], allowed: str) -> None:
+    """``sweep_overrides`` (``--vary``) are checked as a scenario file's sweep is: a linked
+    key names each field and gives one value per field, or the sweep does not start."""
+    with pytest.raises(ConfigError, match=allowed) as err:
+        sim.sweep("userver-one-packet", overrides=SMALL["overrides"],
+                  sweep_overrides={key: values}, progress=False)
+    assert err.value.field == f"sweep.{key}"

@@ -100,6 +100,20 @@ def expand(base: dict[str, Any], sweep: dict[str, list[Any]]) -> list[dict[str, 
 LINK = "+"
 
 
+def check_sweep_values(field: str, key: str, values: Any) -> None:
+    """The values a sweep gives ``key`` (named ``field`` in an error): a non-empty list,
+    and for a linked key (fields joined by :data:`LINK`, each named) a list of lists of
+    one value per field."""
+    if not isinstance(values, list) or not values:
+        raise ConfigError(field, values, "a non-empty list")
+    parts = key.split(LINK)
+    if len(parts) > 1:
+        if not all(parts):
+            raise ConfigError(field, key, f"field names joined by '{LINK}', none empty")
+        if not all(isinstance(v, list) and len(v) == len(parts) for v in values):
+            raise ConfigError(field, values, f"a list of {len(parts)}-element lists")
+
+
 def load(path: str | Path) -> Scenario:
     path = Path(path)
     text = read_user_file("scenario", path, "a readable scenario file (TOML)")
@@ -119,13 +133,7 @@ def load(path: str | Path) -> Scenario:
         )  # fmt: skip
     sweep = data.get("sweep", {})
     for key, values in sweep.items():
-        if not isinstance(values, list) or not values:
-            raise ConfigError(f"{path.name}: sweep.{key}", values, "a non-empty list")
-        parts = key.split(LINK)
-        if len(parts) > 1 and not all(isinstance(v, list) and len(v) == len(parts) for v in values):
-            raise ConfigError(
-                f"{path.name}: sweep.{key}", values, f"a list of {len(parts)}-element lists"
-            )
+        check_sweep_values(f"{path.name}: sweep.{key}", key, values)
     return Scenario(
         name=data.get("name", path.stem),
         title=data.get("title", path.stem),

@@ -72,7 +72,7 @@ from tqdm.std import tqdm  # the base of every bar (the notebook widget included
 from acceptsim.sim import bars
 from acceptsim.sim.errors import ConfigError, in_file, names_a_file, read_user_file
 from acceptsim.sim.results import flatten, json_safe
-from acceptsim.sim.scenario import Scenario
+from acceptsim.sim.scenario import Scenario, check_sweep_values
 from acceptsim.sim.scenario import load as load_scenario
 from acceptsim.sim.stats import StoppingRule, summarise
 
@@ -767,8 +767,7 @@ def resolve(
         spec_sweep = {k: list(v) for k, v in scenario.sweep.items()}
         spec_sweep.update({k: list(v) for k, v in (sweep_overrides or {}).items()})
         for key, values in spec_sweep.items():
-            if not values:
-                raise ConfigError(f"sweep.{key}", values, "a non-empty list")
+            check_sweep_values(f"sweep.{key}", key, values)
         for key, value in (overrides or {}).items():
             if key in spec_sweep:
                 raise ConfigError(
