@@ -9,7 +9,7 @@ by system call: how a cost the model takes as one number is made up, and whether
 within a run (the first second against the rest, or the run's slow intervals against its
 fast ones).  Linux, root, with ``perf``; one run per call (one rate, one repeat).
 
-    python tools/server_cpu_profile.py record OUT [--cpu 0] [--frequency 4000] -- \\
+    python tools/server_cpu_profile.py record OUT [--cpu C] [--frequency 4000] -- \\
         --server nginx --multi-accept off --rates 6000 --duration 8 --timeout 1 \\
         --server-cpu-quota 0.25 --server-cpu-period 4000
     python tools/server_cpu_profile.py report OUT [--windows 0:1,4:8]
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import collections
 import fcntl
+import os
 import signal
 import subprocess
 import sys
@@ -43,6 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from acceptsim.measure import find_runs, load_run
+from acceptsim.measure.harness import cpu_split
 
 #: the lock every measurement holds (tests/data/measured/*/record.sh)
 TESTBED_LOCK = "/tmp/acceptsim-testbed.lock"
@@ -153,7 +155,7 @@ def report(out: Path, windows: list[tuple[float, float]], top: int = 14) -> str:
     return "\n".join(lines)
 
 
-def record(out: Path, cpu: int, frequency: int, measure_args: list[str]) -> None:
+def record(out: Path, cpu: str, frequency: int, measure_args: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "frequency").write_text(f"{frequency}\n")
     with open(TESTBED_LOCK, "w") as lock:
@@ -173,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="profile the server's CPU during one measured run")
     rec.add_argument("out", type=Path)
-    rec.add_argument("--cpu", type=int, default=0, help="the server's CPU (default 0)")
+    # where acceptsim measure puts the server: the first CPU this process may run on
+    server_cpu = cpu_split(sorted(os.sched_getaffinity(0)))[0]
+    rec.add_argument("--cpu", default=server_cpu or None,
+                     help=f"the server's CPU (default {server_cpu or 'none'}: where "
+                          "acceptsim measure pins the server)")
     rec.add_argument("--frequency", type=int, default=4000, help="samples/s (default 4000)")
     rec.add_argument("measure", nargs=argparse.REMAINDER,
                      help="-- then acceptsim measure's arguments (one rate)")
@@ -183,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="windows of the run, A:B,... in s (default 0:1,4:8)")
     args = parser.parse_args(argv)
     if args.command == "record":
+        if args.cpu is None:
+            parser.error("--cpu: acceptsim measure pins the server only with two or more "
+                         "CPUs; name the CPU to record")
         measure = args.measure[1:] if args.measure[:1] == ["--"] else args.measure
         record(args.out, args.cpu, args.frequency, measure)
         return 0
