@@ -33,6 +33,7 @@ import numpy as np
 
 from acceptsim.measure.run import MeasuredRun
 from acceptsim.measure.runfile import parse_cpu_list
+from acceptsim.measure.testbed import CLIENT_TURN_ORDER_S
 from acceptsim.models.config import RunConfig
 from acceptsim.models.costs import CLUSTER1, HostCosts
 from acceptsim.sim.errors import ConfigError
@@ -193,7 +194,8 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
          "keepalive": info.load.keepalive, "wrk_threads": info.load.threads}
         if info.load.tool == "wrk" else
         {"rate_per_s": info.load.target_rate_per_s, "spacing": info.load.spacing,
-         "client_processes_per_cpu": httperf_processes_per_cpu(run)}
+         "client_processes_per_cpu": httperf_processes_per_cpu(run),
+         "client_turn_order_s": turn_order_s(run)}
     )
     # wrk's own CPU per request, as the run measured it (its thread's time is part of each
     # request's cycle at a few connections: HostCosts.client_request_s); without keep-alive
@@ -234,6 +236,20 @@ def httperf_processes_per_cpu(run: MeasuredRun) -> int:
     load = run.info.load
     cpus = len(parse_cpu_list(load.cpus)) if load.cpus else run.info.host.cpus
     return -(-load.processes // max(1, cpus))
+
+
+def turn_order_s(run: MeasuredRun) -> float:
+    """How long the httperf processes of ``run`` on one client CPU kept the order of their
+    turns, in the mean (``RunConfig.client_turn_order_s``): the testbed's own
+    (:data:`~acceptsim.measure.testbed.CLIENT_TURN_ORDER_S`), shortened by the time
+    series' sampler, which wakes on the client CPUs once an interval and so reorders
+    the turns at that rate too (their rates add); 0 for one process per CPU."""
+    if httperf_processes_per_cpu(run) == 1:
+        return 0.0
+    rate = 1.0 / CLIENT_TURN_ORDER_S
+    if run.info.timeseries.interval_s > 0:
+        rate += 1.0 / run.info.timeseries.interval_s
+    return 1.0 / rate
 
 
 def accept_limit_of(run: MeasuredRun) -> float:

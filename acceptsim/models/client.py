@@ -147,6 +147,14 @@ class ClientParams(Params):
         "the start of its next turn (:meth:`Client.give_up_at`).  1: each process has a CPU "
         "of its own (the paper's client machines)",
     )
+    turn_order_s: float = param(
+        0.0, unit="s", ge=0.0, doc="with processes_per_cpu > 1: how long the processes on "
+        "one CPU keep the order of their turns, in the mean (anything else that runs on the "
+        "CPU, such as a task waking there, reorders them).  A step whose order lasted until "
+        "its deadline, with probability exp(-timeout_s / turn_order_s), finds its process "
+        "where that order puts it; any other at a uniformly random place in its round "
+        "(:meth:`Client.give_up_at`).  0: no order outlasts a timeout",
+    )
 
 
 COMPLETED: Final = "completed"
@@ -233,9 +241,19 @@ class Client(ClientSide):
         #: httperf processes taking turns on one client CPU, and the length of a turn
         self._turns: int = params.processes_per_cpu
         self._turn_s: float = profile.sched_tick_s
+        #: a SYN timer and a give-up due on the same tick: the tick's timers run before
+        #: the process's turn does, so the retransmission goes out (:meth:`syn_dropped`)
+        self._timer_first: float = 0.0
+        #: the chance that a step's deadline finds its process's turns in the order they
+        #: had when the step began (:meth:`give_up_at`)
+        self._order_kept: float = 0.0
         if self._turns > 1:
             self._turn_place = streams.draws("client_turns", _uniform)
             self._process_draw = streams.draws("client_processes", _uniform)
+            self._timer_first = _TICK_EPS * self._turn_s
+            if params.turn_order_s > 0.0:
+                self._order_kept = math.exp(-params.timeout_s / params.turn_order_s)
+                self._order_draw = streams.draws("client_turn_order", _uniform)
         mean_gap = 1.0 / params.rate_per_s
         self._gap: Draws = (
             streams.draws("arrivals", lambda g, n: g.exponential(mean_gap, n))
@@ -495,8 +513,9 @@ class Client(ClientSide):
         """A new connection of httperf process ``process`` (0 with one per CPU): its first
         SYN reaches the server."""
         started = self.clock.now - self.owd
-        conn = Connection(self._next_id, started, self.give_up_at(started))
+        conn = Connection(self._next_id, started, 0.0)
         conn.process = process
+        conn.deadline = self.give_up_at(conn, started)
         self._next_id += 1
         if started >= self.window_start:
             self.attempted += 1
@@ -568,7 +587,7 @@ class Client(ClientSide):
             next_send = self.timer_fires(conn, conn.started_at, backoffs)
         else:
             next_send = conn.started_at + backoffs
-        if sent > self._syn_retries or next_send >= conn.deadline:
+        if sent > self._syn_retries or next_send - self._timer_first >= conn.deadline:
             self.resolve(conn, TIMED_OUT, conn.deadline)
             return
         conn.syn_sent = sent + 1
@@ -606,28 +625,38 @@ class Client(ClientSide):
             expires = ((expires >> width) + 1) << width
         return phase + expires * tick
 
-    def give_up_at(self, since: float) -> float:
-        """When httperf gives up a step that began at ``since`` (its timeout's deadline,
-        ``since + timeout``, on its process's clock).
+    def give_up_at(self, conn: Connection, since: float) -> float:
+        """When httperf gives up a step of ``conn`` that began at ``since`` (its timeout's
+        deadline, ``since + timeout``, on its process's clock).
 
         httperf checks its timers at the top of each turn of its event loop.  Its
         processes poll in a busy loop, so ``processes_per_cpu`` of them on one CPU take
         turns of one scheduler tick each, and a process that is not running at the
-        deadline gives up at the start of its next turn.  The deadline's place in its
-        process's round of turns is taken as uniform (a round is a few ticks; anything
-        else the CPU runs shifts it), so with k processes the step gives up at once with
-        probability 1/k and otherwise up to (k - 1) ticks late.  Everything the client
-        does for the step compares with this instant: a reply arriving after it is not
-        read, and a SYN its kernel retransmits before it still goes out
-        (:meth:`syn_dropped`).
+        deadline gives up at the start of its next turn, on a tick, after that tick's
+        timers have run.  Where the deadline falls in its process's round of turns
+        depends on whether the round kept its order since the step began (with
+        probability exp(-timeout / ``turn_order_s``)): if it did, the order that started
+        the step's connection (``_turn_start``) says when its process next runs; if
+        not, the place is uniform, so with k processes the step gives up at once with
+        probability 1/k and otherwise on the n-th tick after the deadline's, n uniform
+        over 1..k-1.  Everything the client does for the step compares with this
+        instant: a reply arriving after it is not read, and a SYN its kernel retransmits
+        before it, or on its tick, still goes out (:meth:`syn_dropped`).
         """
         deadline = since + self.timeout
         if self._turns == 1:
             return deadline
+        if self._order_kept > 0.0 and self._order_draw.draw() < self._order_kept:
+            return self._turn_start(conn.process, deadline)
         place = self._turn_place.draw() * float(self._turns)  # in turns after its own began
         if place < 1.0:
             return deadline
-        return deadline + (float(self._turns) - place) * self._turn_s
+        turn = self._turn_s
+        phase = self._tick_phase[0] if self._tick_phase else 0.0
+        # the deadline falls in tick m; its process's turn began floor(place) ticks
+        # before that, and its next one begins k ticks after that
+        m = math.floor((deadline - phase) / turn + _TICK_EPS)
+        return phase + float(m + self._turns - math.floor(place)) * turn
 
     def reaction_delay(self) -> float:
         """How long httperf takes to act on an event on one of its sockets (now).
@@ -679,7 +708,7 @@ class Client(ClientSide):
         if not self._reacts and connected >= self._first_request_at:
             # the request leaves right behind the ACK
             conn.request_sent_at = connected
-            conn.deadline = self.give_up_at(connected)
+            conn.deadline = self.give_up_at(conn, connected)
             if self._users:
                 self._arm(conn)
             if connected >= self.window_start:
@@ -694,7 +723,7 @@ class Client(ClientSide):
         sent = (connected + self.reaction_delay() if self._reacts
                 else self._first_request_at)
         conn.request_sent_at = sent
-        conn.deadline = self.give_up_at(sent)
+        conn.deadline = self.give_up_at(conn, sent)
         if self._users:
             self._arm(conn)
         if sent >= self.window_start:
@@ -847,7 +876,7 @@ class Client(ClientSide):
             if self._start_connection is None:
                 conn.reply_bytes = self._reply_bytes()
             conn.request_sent_at = received + think
-            conn.deadline = self.give_up_at(conn.request_sent_at)
+            conn.deadline = self.give_up_at(conn, conn.request_sent_at)
             if self._users:
                 self._arm(conn)
             if conn.request_sent_at >= self.window_start:

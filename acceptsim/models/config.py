@@ -271,6 +271,14 @@ class RunConfig(Params):
         "load.processes on load.cpus); 1: each has a CPU of its own (the paper's client "
         "machines).  See models.client.Client.give_up_at",
     )
+    client_turn_order_s: float = param(
+        0.0, unit="s", ge=0.0,
+        doc="with client_processes_per_cpu > 1: how long those processes keep the order of "
+        "their turns, in the mean, before something else running on their CPU reorders "
+        "them (ClientParams.turn_order_s; acceptsim measure's runs: "
+        "acceptsim.measure.calibrate.turn_order_s); 0: no order outlasts a timeout, a "
+        "deadline's place in its process's round is uniform",
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
         doc="idle persistent connections the clients open before "
@@ -328,6 +336,10 @@ class RunConfig(Params):
             raise ConfigError("client_processes_per_cpu", self.client_processes_per_cpu,
                               "1 unless the kernel's client_timer_tick_s > 0 (the processes' "
                               "turns race the client kernel's ticking SYN timer)")
+        if self.client_turn_order_s > 0.0 and self.client_processes_per_cpu == 1:
+            raise ConfigError("client_turn_order_s", self.client_turn_order_s,
+                              "0 unless client_processes_per_cpu > 1 (it is the order of "
+                              "their turns on one CPU)")
         if self.client == "wrk" and not self.concurrency:
             raise ConfigError("client", self.client, "httperf without concurrency (wrk runs "
                               "a closed loop: give concurrency > 0)")

@@ -111,6 +111,7 @@ class Host:
             timeout_s=config.duration_s if wrk else config.timeout_s,
             rate_profile=config.rate_profile, concurrency=config.concurrency,
             keepalive=config.keepalive, processes_per_cpu=config.client_processes_per_cpu,
+            turn_order_s=config.client_turn_order_s,
             asks_close=wrk and not config.keepalive,
             connect_threads=config.wrk_threads if wrk else 0,
             # a server that limits the requests of a kept connection closes it then (nginx's

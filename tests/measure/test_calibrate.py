@@ -281,3 +281,24 @@ def test_the_hosts_tick_is_read_from_the_coarse_clock() -> None:
     250, 100)."""
     tick = scheduler_tick_s()
     assert any(tick == pytest.approx(1 / hz) for hz in (1000, 400, 300, 250, 100))
+
+
+def test_httperfs_turns_keep_their_order_unless_the_sampler_shares_their_cpu() -> None:
+    """A run's httperf processes on one client CPU keep the order of their turns for the
+    testbed's mean (measure.testbed.CLIENT_TURN_ORDER_S); the time series' sampler wakes
+    on that CPU every interval, and its rate adds to theirs; one process per CPU has no
+    turns to order."""
+    from acceptsim.measure.calibrate import turn_order_s
+    from acceptsim.measure.testbed import CLIENT_TURN_ORDER_S
+
+    data = Path(__file__).resolve().parents[1] / "data" / "measured"
+    plain = load_run(next(iter(sorted((data / "nginx-loopback-quota").glob("*rate-007000-rep-1")))))
+    assert plain.info.timeseries.interval_s == 0 and plain.info.load.processes == 10
+    assert turn_order_s(plain) == CLIENT_TURN_ORDER_S
+    assert config_for(plain, CLUSTER1).client_turn_order_s == CLIENT_TURN_ORDER_S
+    sampled = load_run(data / "timeseries-demo" / "nginx-multi_accept-on-rate-002500-rep-1")
+    interval = sampled.info.timeseries.interval_s
+    assert interval == 0.1
+    assert turn_order_s(sampled) == pytest.approx(1 / (1 / CLIENT_TURN_ORDER_S + 1 / interval))
+    one = load_run(data / "nginx-loopback-idle-gaps" / "nginx-multi_accept-on-rate-001000-rep-2")
+    assert one.info.load.processes == 1 and turn_order_s(one) == 0.0
