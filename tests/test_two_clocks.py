@@ -10,6 +10,7 @@ take turns of one scheduler tick and a process notices its timeouts only in its 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for
 from acceptsim.measure.timeseries_check import mean_table, nominal_interval_s, simulated_series
+from acceptsim.measure.turn_order import retransmitted_fractions, rms_error
 from acceptsim.models.client import ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.models.connection import Connection
@@ -351,50 +353,15 @@ def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder
     assert {m[0] for m in missed} == known, (missed, known)
 
 
-#: the one-worker sets recorded without a time series (no sampler beside httperf on its
-#: CPU), and the costs each is predicted with
-UNSAMPLED_SETS = {
-    "nginx-loopback-quota": "nginx-loopback-quota.params.toml",
-    "nginx-loopback-quotas": "nginx-loopback-quotas.params.toml",
-    "nginx-loopback-workers/workers-1": "nginx-loopback-workers.params.toml",
-}
-
-
-def _retransmitted_fractions(order: bool) -> list[tuple[str, float, float, float]]:
-    """Per point of :data:`UNSAMPLED_SETS` whose runs' kernel retransmitted more than 50
-    SYNs a second: the fraction of the connections beyond the replies whose SYN the
-    kernel retransmitted (TcpExtTCPSynRetrans over rate minus replies, the repeats'
-    means), measured and simulated (seed 1), and the point's processes per CPU; with
-    ``order`` False, simulated with no order of the turns kept."""
-    measured_root = SCOPES.parent
-    found = []
-    for folder, params in UNSAMPLED_SETS.items():
-        costs = load_params_file(measured_root / params)[0]
-        points: dict[tuple[str, bool, float], list] = {}
-        for d in find_runs(measured_root / folder):
-            run = load_run(d)
-            if run.client_limited or "TcpExtTCPSynRetrans" not in run.counter_deltas:
-                continue
-            key = (str(d.parent.name), run.info.server.multi_accept,
-                   run.info.load.target_rate_per_s)
-            points.setdefault(key, []).append(run)
-        for key, runs in sorted(points.items()):
-            rate = key[2]
-            retrans = np.mean([r.counter_deltas["TcpExtTCPSynRetrans"] / r.info.load.duration_s
-                               for r in runs])
-            beyond = rate - np.mean([r.record()["replies_2xx"] / r.info.load.duration_s
-                                     for r in runs])
-            if retrans <= 50.0:
-                continue
-            config = config_for(runs[0], costs).replace(timeseries_interval_s=1.0)
-            if not order:
-                config = config.replace(client_turn_order_s=0.0)
-            record = run_point(config, timeseries=True, checked=False)
-            simulated = float(np.mean(record["timeseries"]["syn_retrans_per_s"]))
-            found.append((f"{folder} {key}", float(retrans / beyond),
-                          simulated / (rate - record["reply_rate_per_s"]),
-                          config.client_processes_per_cpu))
-    return found
+def _unsampled_sets() -> list:
+    """The one-worker sets recorded without a time series (no sampler beside httperf on
+    its CPU) and their costs: those ``tools/fit_turn_order.py`` fits to."""
+    spec = importlib.util.spec_from_file_location(
+        "fit_turn_order", Path(__file__).resolve().parents[1] / "tools" / "fit_turn_order.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool.sets(tool.UNSAMPLED)
 
 
 @pytest.mark.slow
@@ -408,13 +375,11 @@ def test_the_retransmitted_fraction_follows_the_order_of_httperfs_turns() -> Non
     :data:`~acceptsim.measure.testbed.CLIENT_TURN_ORDER_S` (1.44 s) in the mean the model
     is within 0.074 at every point and 0.034 in the root mean square; with every place
     uniform it misses by up to 0.26 (0.14 in the root mean square)."""
-    kept = _retransmitted_fractions(order=True)
+    kept = retransmitted_fractions(_unsampled_sets())
     assert len(kept) >= 25
-    errors = [model - measured for _, measured, model, _ in kept]
-    assert max(abs(e) for e in errors) <= 0.1, kept
-    assert math.sqrt(np.mean(np.square(errors))) <= 0.06
-    uniform = [model - measured for _, measured, model, _ in _retransmitted_fractions(False)]
-    assert math.sqrt(np.mean(np.square(uniform))) > 0.1
+    assert max(abs(p.simulated - p.measured) for p in kept) <= 0.1, kept
+    assert rms_error(kept) <= 0.06
+    assert rms_error(retransmitted_fractions(_unsampled_sets(), turn_order_s=0.0)) > 0.1
 
 
 #: the one-worker measured sets and the costs each is predicted with

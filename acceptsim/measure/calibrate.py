@@ -238,15 +238,17 @@ def httperf_processes_per_cpu(run: MeasuredRun) -> int:
     return -(-load.processes // max(1, cpus))
 
 
-def turn_order_s(run: MeasuredRun) -> float:
+def turn_order_s(run: MeasuredRun, unsampled_s: float = CLIENT_TURN_ORDER_S) -> float:
     """How long the httperf processes of ``run`` on one client CPU kept the order of their
-    turns, in the mean (``RunConfig.client_turn_order_s``): the testbed's own
-    (:data:`~acceptsim.measure.testbed.CLIENT_TURN_ORDER_S`), shortened by the time
+    turns, in the mean (``RunConfig.client_turn_order_s``): ``unsampled_s`` with nothing
+    of acceptsim's beside them (the testbed's,
+    :data:`~acceptsim.measure.testbed.CLIENT_TURN_ORDER_S`), shortened by the time
     series' sampler, which wakes on the client CPUs once an interval and so reorders
-    the turns at that rate too (their rates add); 0 for one process per CPU."""
-    if httperf_processes_per_cpu(run) == 1:
+    the turns at that rate too (their rates add); 0 for one process per CPU, or with
+    ``unsampled_s`` 0 (no order lasts)."""
+    if httperf_processes_per_cpu(run) == 1 or unsampled_s <= 0.0:
         return 0.0
-    rate = 1.0 / CLIENT_TURN_ORDER_S
+    rate = 1.0 / unsampled_s
     if run.info.timeseries.interval_s > 0:
         rate += 1.0 / run.info.timeseries.interval_s
     return 1.0 / rate

@@ -32,13 +32,13 @@ HAPROXY_MAXCONN: Final = 9987
 #: order of their turns, in the mean, when nothing of acceptsim's runs there beside them
 #: (:data:`acceptsim.models.config.RunConfig.client_turn_order_s`), in seconds: fitted to
 #: the fraction of the connections beyond the replies whose SYN the kernel retransmitted
-#: (TcpExtTCPSynRetrans) at the 34 points of the three sets recorded without a time
-#: series (nginx-loopback-quota, -quotas, -workers/workers-1; 3-12 processes per CPU; the
-#: points with at least 100 connections a second beyond the replies, seed 1): its
-#: root-mean-square error is least at 1.44 s of 0.8-2.5 s (0.047; 0.052 at 1.2 s, 0.049 at
-#: 1.7 s, 0.135 with no order kept).  exp(-1 s / 1.44 s) = 0.5: half the steps find the
-#: order that started them at their 1-s deadline (docs/design_log.md, "The order of
-#: httperf's turns")
+#: (TcpExtTCPSynRetrans) at the 29 points of the three one-worker sets recorded without a
+#: time series whose kernel retransmitted more than 50 SYNs a second (nginx-loopback-quota,
+#: -quotas, -workers/workers-1; 4-12 processes per CPU; seed 1), by
+#: ``python tools/fit_turn_order.py``: its root-mean-square error is least at 1.44 s of
+#: 0.8-2.5 s (0.034; 0.039 at 1.2 s, 0.038 at 1.7 s, 0.138 with no order kept).
+#: exp(-1 s / 1.44 s) = 0.5: half the steps find the order that started them at their 1-s
+#: deadline (docs/design_log.md, "The order of httperf's turns")
 CLIENT_TURN_ORDER_S: Final = 1.44
 
 #: the most connections a run left unrecorded was measured with, per server

@@ -295,6 +295,7 @@ def test_httperfs_turns_keep_their_order_unless_the_sampler_shares_their_cpu() -
     plain = load_run(next(iter(sorted((data / "nginx-loopback-quota").glob("*rate-007000-rep-1")))))
     assert plain.info.timeseries.interval_s == 0 and plain.info.load.processes == 10
     assert turn_order_s(plain) == CLIENT_TURN_ORDER_S
+    assert turn_order_s(plain, 2.0) == 2.0 and turn_order_s(plain, 0.0) == 0.0
     assert config_for(plain, CLUSTER1).client_turn_order_s == CLIENT_TURN_ORDER_S
     sampled = load_run(data / "timeseries-demo" / "nginx-multi_accept-on-rate-002500-rep-1")
     interval = sampled.info.timeseries.interval_s
