@@ -103,8 +103,8 @@ def test_at_saturation_the_shared_sockets_workers_share_evenly_whatever_the_seed
     order they became runnable, the worker woken first after each throttle took the whole
     quota for up to a second, and its share over the run was 0.15-0.39, seed by seed.
     (The model's seeds scatter more than the three measured repeats do; until
-    2026-12-07 this asked every one of seeds 1-4 for 3 points, which seed 7 missed even
-    then, with 0.036, and seed 4 missed once the costs were fitted again.)"""
+    2026-12-07 this asked every one of seeds 1-4 for 3 points: a bar seed 7 missed even
+    then, with 0.036, and seed 4 once the costs were fitted again.)"""
     runs = [load_run(d) for d in find_runs(SET / "workers-4")
             if layout_of(d.name) == "shared" and "rate-002000" in d.name]
     measured = [s for run in runs for s in run.record()["worker_shares"]]

@@ -400,9 +400,9 @@ ONE_WORKER_SETS = {
     "httperf gave up on a tick, after the tick's timers, and kept the order of its turns "
     "for a while, 2026-12-07).  Outside: the old nginx-loopback set at 8,000-12,000/s "
     "(none simulated at three points where 64-371/s were measured, 3.1 times at 12,000/s "
-    "off), and nginx-loopback-quota's 5,000 and 5,500/s off (2.1 and 2.5 times).  Both "
-    "sets' costs were fitted to other machines' runs or with the model of their day, and "
-    "the quota set's machine is gone: its costs were never measured"))
+    "off), and nginx-loopback-quota's 5,000 and 5,500/s off (2.1 and 2.5 times).  The old "
+    "set's costs were fitted with the model of its day and never again; the quota set's "
+    "machine is gone and its costs were never measured"))
 def test_handshakes_without_a_request_within_a_factor_of_2_at_every_one_worker_point() -> None:
     """The issue's criterion: wherever the kernel completed more than 50 handshakes a
     second that never brought nginx a request (TcpPassiveOpens minus the replies, the mean
