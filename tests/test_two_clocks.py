@@ -382,6 +382,51 @@ def test_the_retransmitted_fraction_follows_the_order_of_httperfs_turns() -> Non
     assert rms_error(retransmitted_fractions(_unsampled_sets(), turn_order_s=0.0)) > 0.1
 
 
+#: a set recorded to test the order of the turns out of sample (2026-12-07 19:34-19:39 UTC,
+#: a new machine of the same kind): each repeat with the time series' sampler on the
+#: client CPU and without it, nginx at 0.1 CPU per 10 ms, multi_accept off
+TURNS = SCOPES.parent / "nginx-loopback-turns"
+
+
+def _turns_fractions(part: str) -> dict[int, object]:
+    """The retransmitted fraction at each point of ``TURNS / part``, by httperf's
+    processes per CPU; simulated with cgroup-scopes' costs (the same host's kind; the
+    fraction, not the reply rate, is the question)."""
+    costs = load_params_file(SCOPES.parent / "nginx-loopback-cgroup-scopes.params.toml")[0]
+    return {p.processes_per_cpu: p for p in retransmitted_fractions([(TURNS / part, costs)])}
+
+
+@pytest.mark.slow
+def test_out_of_sample_the_sampler_raises_the_fraction_where_the_kept_order_lowers_it() -> None:
+    """At k = 5 httperf processes a deadline falls in its own process's turn if the round
+    kept its order (250 mod 5 = 0), so a kept order retransmits fewer of the dropped
+    SYNs.  Recorded after the order was modelled, on another machine: 0.12-0.15 of them
+    without the sampler, 0.20-0.24 with it (the repeats alternating the two), and the
+    model, given each run's turn order (1.44 s, 0.097 s with the sampler), 0.12 and
+    0.21."""
+    without, sampled = _turns_fractions("no-sampler"), _turns_fractions("sampler")
+    assert sampled[5].measured - without[5].measured > 0.05
+    assert sampled[5].simulated - without[5].simulated > 0.05
+    for point in (without[5], sampled[5]):
+        assert abs(point.simulated - point.measured) <= 0.05, point
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "at k = 10 (7,000/s) without the sampler the kernel retransmitted 0.45-0.50 of the "
+    "dropped SYNs, as a uniform place gives (0.48), where the testbed's kept order gives "
+    "0.24 (the older machine's quota set: 0.22-0.31 at the same k and rate); k = 8 and 9 "
+    "measured 0.48 and 0.41, between the kept order's 0.54 and 0.33 and the uniform "
+    "0.39 and 0.44.  How long the order lasts is not one number for the host: on this "
+    "machine, near the rate where httperf's CPU tops out, something else reorders it"))
+def test_out_of_sample_every_point_within_0_1_of_the_kept_order() -> None:
+    """Every point of the out-of-sample set, with the sampler and without, within 0.1 of
+    the fraction the model gives with the testbed's turn order."""
+    points = [*_turns_fractions("no-sampler").values(), *_turns_fractions("sampler").values()]
+    assert len(points) == 8
+    assert all(abs(p.simulated - p.measured) <= 0.1 for p in points), points
+
+
 #: the one-worker measured sets and the costs each is predicted with
 ONE_WORKER_SETS = {
     "nginx-loopback": "nginx-loopback.params.toml",

@@ -38,7 +38,9 @@ HAPROXY_MAXCONN: Final = 9987
 #: ``python tools/fit_turn_order.py``: its root-mean-square error is least at 1.44 s of
 #: 0.8-2.5 s (0.034; 0.039 at 1.2 s, 0.038 at 1.7 s, 0.138 with no order kept).
 #: exp(-1 s / 1.44 s) = 0.5: half the steps find the order that started them at their 1-s
-#: deadline (docs/design_log.md, "The order of httperf's turns")
+#: deadline (docs/design_log.md, "The order of httperf's turns").  Out of sample
+#: (nginx-loopback-turns, another machine) it holds at 5 processes per CPU and not at 10,
+#: where that machine's rounds lost their order: not one number for every machine and load
 CLIENT_TURN_ORDER_S: Final = 1.44
 
 #: the most connections a run left unrecorded was measured with, per server
