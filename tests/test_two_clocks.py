@@ -23,7 +23,7 @@ from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
 from acceptsim.measure.calibrate import config_for
 from acceptsim.measure.timeseries_check import mean_table, nominal_interval_s, simulated_series
-from acceptsim.measure.turn_order import retransmitted_fractions, rms_error
+from acceptsim.measure.turn_order import FractionPoint, retransmitted_fractions, rms_error
 from acceptsim.models.client import ClientParams
 from acceptsim.models.config import RunConfig
 from acceptsim.models.connection import Connection
@@ -388,7 +388,7 @@ def test_the_retransmitted_fraction_follows_the_order_of_httperfs_turns() -> Non
 TURNS = SCOPES.parent / "nginx-loopback-turns"
 
 
-def _turns_fractions(part: str) -> dict[int, object]:
+def _turns_fractions(part: str) -> dict[int, FractionPoint]:
     """The retransmitted fraction at each point of ``TURNS / part``, by httperf's
     processes per CPU; simulated with cgroup-scopes' costs (the same host's kind; the
     fraction, not the reply rate, is the question)."""
