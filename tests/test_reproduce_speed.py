@@ -15,6 +15,7 @@ import pytest
 from acceptsim.cli import main
 from acceptsim.commands import cmd_reproduce
 from acceptsim.models import calibration, runner
+from acceptsim.sim.errors import ConfigError
 from acceptsim.sim.sweep import Batch, deterministic
 
 CALLS = "ACCEPTSIM_TEST_BATCH_CALLS"
@@ -116,7 +117,8 @@ def test_section7_runs_with_the_paper_protocol_and_is_pointed_to_otherwise(
     path.write_text(TWO_FIGURES["a"])
     from acceptsim.sim import scenario as scenario_mod
 
-    monkeypatch.setattr(cmd_reproduce, "select", lambda names: [scenario_mod.load(path)])
+    monkeypatch.setattr(cmd_reproduce, "select",
+                        lambda names, figures=None: [scenario_mod.load(path)])
     monkeypatch.setattr(calibration, "PAPER_DURATION_S", 0.2)  # the protocol, shortened
     assert main(["reproduce", "--jobs", "2", "--out", str(tmp_path / "own")]) == 0
     own = (tmp_path / "own" / "report.md").read_text()
@@ -142,3 +144,33 @@ def test_make_run_stays_within_its_work_budget() -> None:
     batch = Batch([[runner.normalise(p) for p in s.points()] for s in cmd_reproduce.select([])])
     work = sum(runner.expected_requests(c) for c in batch.configs.values())
     assert work <= MAKE_RUN_BUDGET_REQUESTS, f"{work:.3g} simulated requests"
+
+
+def test_the_paper_figures_are_those_in_no_further_section() -> None:
+    """``--figures paper``: the paper's own figures, without the literature's (Chandra and
+    Mosberger, Flash, two classes) or today's hosts' (nginx on several CPUs); names and
+    ``--figures`` together are refused before anything runs."""
+    paper = {s.name for s in cmd_reproduce.select([], "paper")}
+    every = {s.name for s in cmd_reproduce.select([])}
+    assert {"userver-one-packet", "tux-one-packet", "knot-one-packet", "specweb99-userver",
+            "specweb99-tux"} <= paper < every
+    assert not any(n.startswith(("multicore-", "dispatch-", "flash-")) for n in paper)
+    assert every == {s.name for s in cmd_reproduce.select([], "all")}
+    with pytest.raises(ConfigError, match="figures"):
+        cmd_reproduce.select(["userver-one-packet"], "paper")
+
+
+#: the paper's protocol's work: the distinct runs of the paper's figures and of section 7,
+#: two minutes each.  320 million simulated requests on 2026-12-07, which took 248 s wall
+#: (490 CPU-s) on the 2-core development machine (`acceptsim reproduce --protocol paper
+#: --figures paper`, no cache): issue 48's 5 minutes leaves a sixth for the machine's drift
+PAPER_PROTOCOL_BUDGET_REQUESTS = 330e6
+
+
+def test_the_paper_protocol_stays_within_its_work_budget() -> None:
+    figures = [s.with_overrides(duration_s=calibration.PAPER_DURATION_S, warmup_s=0.0)
+               for s in cmd_reproduce.select([], "paper")]
+    groups = [[runner.normalise(p) for p in s.points()] for s in figures]
+    batch = Batch(groups + [[runner.normalise(p) for p in cmd_reproduce.section7_points()]])
+    work = sum(runner.expected_requests(c) for c in batch.configs.values())
+    assert work <= PAPER_PROTOCOL_BUDGET_REQUESTS, f"{work:.3g} simulated requests"

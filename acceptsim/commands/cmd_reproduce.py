@@ -22,10 +22,18 @@ from acceptsim.sim.sweep import MAX_RUNS, Batch, check_size, run_many, to_frame
 #: ``--protocol``: each scenario's own run lengths, or the paper's two-minute runs
 PROTOCOLS = ("scenario", "paper")
 
+#: ``--figures`` (without scenario names): every scenario that names a figure, or only
+#: the paper's own (the scenarios in no further section of the report)
+FIGURE_SETS = ("all", "paper")
+
 
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("reproduce", help="reproduce the paper's figures (the main job)")
-    p.add_argument("names", nargs="*", help="scenario names or files (default: all figures)")
+    p.add_argument("names", nargs="*", help="scenario names or files (default: the figures "
+                   "--figures chooses)")
+    p.add_argument("--figures", choices=FIGURE_SETS, default=None,
+                   help="without names: all (every figure, default) or paper (the paper's "
+                   "own figures, without the literature's and today's hosts')")
     p.add_argument("--out", default="out", help="output directory (default out/)")
     p.add_argument("--jobs", default=None, help="parallel runs (default: all cores)")
     p.add_argument("--duration", default=None, help="override every run's duration (s)")
@@ -45,10 +53,16 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(main=main)
 
 
-def select(names: list[str]) -> list[scenario_mod.Scenario]:
+def select(names: list[str], figures: str | None = None) -> list[scenario_mod.Scenario]:
     known = runner.scenarios()
-    if not names:  # the paper's figures: scenarios that name one (policy studies are run by name)
-        return [s for s in (scenario_mod.load(p) for p in known.values()) if s.figure]
+    if names and figures is not None:
+        raise ConfigError("figures", figures, "not given with scenario names (it chooses the "
+                          "figures when none are named)")
+    if not names:  # scenarios that name a figure (policy studies are run by name)
+        chosen = [s for s in (scenario_mod.load(p) for p in known.values()) if s.figure]
+        if figures == "paper":  # the paper's own: in no further section of the report
+            chosen = [s for s in chosen if not s.section]
+        return chosen
     chosen = []
     for name in names:
         if name in known:
@@ -163,7 +177,7 @@ def main(args: argparse.Namespace) -> int:
     if args.warmup is not None:
         overrides["warmup_s"] = parse_number("warmup", args.warmup)
     jobs = parse_int("jobs", args.jobs) if args.jobs is not None else None
-    scenarios = [s.with_overrides(**overrides) for s in select(args.names)]
+    scenarios = [s.with_overrides(**overrides) for s in select(args.names, args.figures)]
     if args.rates:
         rates = [parse_number("rates", r) for r in args.rates.split(",")]
         for s in scenarios:
