@@ -396,6 +396,26 @@ def _turns_fractions(part: str) -> dict[int, FractionPoint]:
     return {p.processes_per_cpu: p for p in retransmitted_fractions([(TURNS / part, costs)])}
 
 
+#: nginx-loopback-turns' protocol again, each run with its client CPU's switches traced
+TRACED = TURNS.parent / "nginx-loopback-turns-traced"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", ["no-sampler", "sampler"])
+def test_with_its_turns_traced_every_point_within_0_1(part: str) -> None:
+    """Given the order its own trace measured (``MeasuredRun.turns``: the share of the
+    rounds that kept their order over the 1-s timeout, 0.01-0.41 without the sampler and
+    0-0.025 with it), each run's simulation retransmits the fraction of the dropped SYNs
+    the kernel did: every point (the mean of its three repeats) within 0.1, at 5-10
+    processes per CPU, where the testbed's one mean for every run misses by 0.24 at 10
+    on this machine (the strict xfail above).  Recorded after the mechanism was written,
+    nothing fitted to it."""
+    costs = load_params_file(SCOPES.parent / "nginx-loopback-cgroup-scopes.params.toml")[0]
+    points = retransmitted_fractions([(TRACED / part, costs)])
+    assert sorted(p.processes_per_cpu for p in points) == [5, 8, 9, 10]
+    assert all(abs(p.simulated - p.measured) <= 0.1 for p in points), points
+
+
 @pytest.mark.slow
 def test_out_of_sample_the_sampler_raises_the_fraction_where_the_kept_order_lowers_it() -> None:
     """At k = 5 httperf processes a deadline falls in its own process's turn if the round
@@ -418,7 +438,9 @@ def test_out_of_sample_the_sampler_raises_the_fraction_where_the_kept_order_lowe
     "0.24 (the older machine's quota set: 0.22-0.31 at the same k and rate); k = 8 and 9 "
     "measured 0.48 and 0.41, between the kept order's 0.54 and 0.33 and the uniform "
     "0.39 and 0.44.  How long the order lasts is not one number for the host: on this "
-    "machine, near the rate where httperf's CPU tops out, something else reorders it"))
+    "machine, near the rate where httperf's CPU tops out, ksoftirqd between the turns "
+    "reorders it (traced in nginx-loopback-turns-traced, where each run given the order "
+    "its trace measured passes: the test below)"))
 def test_out_of_sample_every_point_within_0_1_of_the_kept_order() -> None:
     """Every point of the out-of-sample set, with the sampler and without, within 0.1 of
     the fraction the model gives with the testbed's turn order."""

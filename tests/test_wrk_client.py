@@ -202,6 +202,8 @@ PLAN: dict[str, Any] = {"server": "nginx", "multi_accept": False, "rates_per_s":
     ({"client": "httperf", "rates_per_s": (100.0,), "concurrencies": (), "keepalive": True},
      "--keepalive"),
     ({"client": "ab"}, "--client"),
+    ({"trace_turns": "on"}, "--trace-turns"),  # wrk's threads sleep: no turns to trace
+    ({"trace_turns": "yes"}, "--trace-turns"),
 ])
 def test_measure_refuses_wrk_options_before_anything_runs(change: dict[str, Any],
                                                           option: str) -> None:

@@ -18,6 +18,7 @@ from acceptsim.measure.harness import (
     DEFAULT_SPACING,
     DEFAULT_TIMEOUT_S,
     HAPROXY_DEFAULT_MAXACCEPT,
+    TRACE_TURNS,
     HarnessError,
     Plan,
     measure,
@@ -101,6 +102,12 @@ def add_parser(subparsers: Any) -> None:
                    f"(timeseries.csv: replies, accept queue, CFS throttling, kernel counters, "
                    f"the server CPU's time; default {PLAN_DEFAULTS['sample_interval_s']:g}; "
                    "0: none)")
+    p.add_argument("--trace-turns", choices=TRACE_TURNS, default=None,
+                   help="trace the kernel's task switches on the client CPUs during each "
+                   "httperf run (client-turns.csv: how long httperf's processes keep the "
+                   "order of their turns, which the run's simulation takes): auto (where "
+                   "tracefs allows), on or off (default "
+                   f"{PLAN_DEFAULTS['trace_turns']})")
     p.add_argument("--out", required=True, help="directory for the run directories")
     p.set_defaults(main=main)
 
@@ -162,6 +169,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         server_cpu_quota_scope=(args.server_cpu_quota_scope
                                 if args.server_cpu_quota_scope is not None
                                 else PLAN_DEFAULTS["server_cpu_quota_scope"]),
+        trace_turns=(args.trace_turns if args.trace_turns is not None
+                     else PLAN_DEFAULTS["trace_turns"]),
         server_cpu_period_us=(
             parse_int("--server-cpu-period", args.server_cpu_period)
             if args.server_cpu_period is not None

@@ -245,8 +245,22 @@ def turn_order_s(run: MeasuredRun, unsampled_s: float = CLIENT_TURN_ORDER_S) -> 
     :data:`~acceptsim.measure.testbed.CLIENT_TURN_ORDER_S`), shortened by the time
     series' sampler, which wakes on the client CPUs once an interval and so reorders
     the turns at that rate too (their rates add); 0 for one process per CPU, or with
-    ``unsampled_s`` 0 (no order lasts)."""
-    if httperf_processes_per_cpu(run) == 1 or unsampled_s <= 0.0:
+    ``unsampled_s`` 0 (no order lasts).
+
+    A run whose client CPUs' switches were traced (``MeasuredRun.turns``) gives its own:
+    the share e of its rounds that kept their order over its timeout T is exp(-T / tau),
+    so tau = -T / ln(e), whatever ran beside httperf (the sampler included); 0 if none
+    kept it, and a share of 1 is taken as 1 - 1/(2n) of its n instants (the least share
+    they could tell from 1)."""
+    if httperf_processes_per_cpu(run) == 1:
+        return 0.0
+    turns = run.turns
+    if turns is not None and turns.samples:
+        if turns.share <= 0.0:
+            return 0.0
+        share = min(turns.share, 1.0 - 0.5 / turns.samples)
+        return -run.info.load.timeout_s / math.log(share)
+    if unsampled_s <= 0.0:
         return 0.0
     rate = 1.0 / unsampled_s
     if run.info.timeseries.interval_s > 0:

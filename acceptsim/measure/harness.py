@@ -63,6 +63,7 @@ from acceptsim.measure.runfile import (
     ServerInfo,
     parse_cpu_list,
 )
+from acceptsim.measure.switch_trace import TURNS_FILE, SwitchTrace, parse_switches, turns_rows
 from acceptsim.measure.timeseries_csv import (
     LOG_FORMAT,
     NETSTAT_COLUMNS,
@@ -97,6 +98,8 @@ MAX_WORKERS = 64
 MAX_MAXACCEPT = 1_000_000
 #: the load generators `acceptsim measure` can run (--client)
 CLIENTS = ("httperf", "wrk")
+#: --trace-turns: trace the client CPUs' switches where tracefs allows, always, never
+TRACE_TURNS = ("auto", "on", "off")
 #: the most connections one wrk run may hold (each a descriptor of wrk's and nginx's)
 MAX_WRK_CONNECTIONS = 10_000
 #: where the harness puts nginx's group for --server-cpu-quota, in this order: the unified
@@ -199,6 +202,10 @@ class Plan:
     keepalive: bool = False
     #: wrk --threads (--threads)
     wrk_threads: int = WRK_DEFAULT_THREADS
+    #: trace the kernel's switches on the client CPUs during each httperf run
+    #: (--trace-turns; client-turns.csv, acceptsim.measure.switch_trace): "auto" where
+    #: tracefs lets an instance be made, "on" (an error where it does not), "off"
+    trace_turns: str = "auto"
 
     def __post_init__(self) -> None:
         if self.server not in SERVERS:
@@ -210,8 +217,13 @@ class Plan:
                               "only with --server haproxy (nginx's knob is --multi-accept)")
         if self.client not in CLIENTS:
             raise ConfigError("--client", self.client, " or ".join(CLIENTS))
+        if self.trace_turns not in TRACE_TURNS:
+            raise ConfigError("--trace-turns", self.trace_turns, " or ".join(TRACE_TURNS))
         if self.client == "wrk":
             self._check_wrk()
+            if self.trace_turns == "on":
+                raise ConfigError("--trace-turns", "on", "only with --client httperf (whose "
+                                  "busy-polling processes take turns on a CPU)")
         else:
             if self.concurrencies or self.keepalive:
                 option = "--concurrency" if self.concurrencies else "--keepalive"
@@ -1518,6 +1530,12 @@ def measure(
     server_cpus, client_cpus = cpu_split(cpus)
     executable = tools[plan.server]
     assert executable is not None
+    if plan.trace_turns == "on" and plan.client == "httperf":  # before anything runs
+        with SwitchTrace(cpus) as probe:
+            pass
+        if probe.failed:
+            raise HarnessError(f"--trace-turns on: the client CPUs' switches cannot be "
+                               f"traced here ({probe.failed}); --trace-turns auto or off")
     with contextlib.ExitStack() as stack:
         group = None
         if plan.server_cpu_quota is not None:
@@ -1581,15 +1599,18 @@ def _measure_points(
                                   client_cpus)  # fmt: skip
             client_cpu_s = 0.0
             client_sleeps = 0
+            trace: SwitchTrace | None = None
             with sampler or contextlib.nullcontext():
                 if wrk:
                     output, client_cpu_s, client_sleeps = run_wrk(
                         commands[0], client_cpus, limit_s=plan.duration_s + 60.0)
                     outputs = [output]
                 else:
-                    outputs = run_httperfs(
-                        commands, client_cpus, limit_s=plan.duration_s + plan.timeout_s + 60.0
-                    )
+                    with (SwitchTrace(parse_cpu_list(client_cpus) if client_cpus else cpus)
+                          if plan.trace_turns != "off" else contextlib.nullcontext()) as trace:
+                        outputs = run_httperfs(
+                            commands, client_cpus,
+                            limit_s=plan.duration_s + plan.timeout_s + 60.0)
             cpu_after = group.throttled() if group else {}
             workers_after = worker_cgroup_counters(group)
             after = snapshot(tools["nstat"])
@@ -1609,6 +1630,12 @@ def _measure_points(
                                                 1e3 / os.sysconf("SC_CLK_TCK"))
             except ValueError as exc:  # the run stands; its series does not
                 log(f"{name}: no {TIMESERIES_FILE}: {exc}")
+        switches = parse_switches(trace.text) if trace is not None else []
+        if trace is not None and not switches:
+            why = trace.failed or "no switch recorded"
+            if plan.trace_turns == "on":
+                raise HarnessError(f"{name}: the client CPUs' switches not traced ({why})")
+            log(f"{name}: the client CPUs' switches not traced ({why})")
         offset_us = -1.0
         if group is not None:  # where its period timer fires against the ticks, traced
             offset, why = period_timer_offset(group, server_cpus, kernel.tick_s)
@@ -1681,6 +1708,8 @@ def _measure_points(
                 worker_cgroups_csv(group, workers_before, workers_after))
         if series_rows is not None:
             write_timeseries(partial / TIMESERIES_FILE, series_rows)
+        if switches:
+            (partial / TURNS_FILE).write_text(turns_rows(switches))
         (partial / info.counters.before[0]).write_text(before)
         (partial / info.counters.after[0]).write_text(after)
         partial.rename(target)

@@ -10,6 +10,8 @@ A run directory holds::
     workers.csv            requests per nginx worker, counted with several workers
     timeseries.csv         the load sampled every --sample-interval (optional; see
                            acceptsim.measure.timeseries_csv)
+    client-turns.csv       the kernel's task switches on the client CPUs during the load
+                           (optional; see acceptsim.measure.switch_trace)
 
 :meth:`MeasuredRun.record` gives the metrics under the simulator's names
 (``reply_rate_per_s``, ``connection_rate_per_s``, ``client_timeouts_per_s``,
@@ -54,8 +56,10 @@ from acceptsim.measure.runfile import (
     parse_cpu_list,
     read_run_info,
 )
+from acceptsim.measure.switch_trace import TURNS_FILE, KeptShare, kept_share, read_turns
 from acceptsim.measure.timeseries_csv import TIMESERIES_FILE, read_timeseries
 from acceptsim.measure.wrk import WrkReport, read_wrk
+from acceptsim.models.kernel import PROFILES
 
 HTTPERF_FILE = "httperf.txt"
 #: a wrk run's standard output (load.tool = "wrk", in place of httperf.txt)
@@ -220,6 +224,20 @@ class MeasuredRun:
             return None
         busy = sums["server_cpu_busy_ms"] - sums["server_cpu_softirq_ms"]
         return (busy - sums["usage_ms"]) / span_ms
+
+    @functools.cached_property
+    def turns(self) -> KeptShare | None:
+        """How much of the order of httperf's turns on its CPUs lasted one timeout, read
+        from the run's traced switches (``client-turns.csv``,
+        :func:`acceptsim.measure.switch_trace.kept_share` at ``load.timeout_s`` with the
+        host's tick); None for a run recorded without them.  A bad file is a ParseError
+        naming its line."""
+        path = self.path / TURNS_FILE
+        if not path.exists():
+            return None
+        tick_s = self.info.kernel.tick_s or PROFILES[self.info.kernel.profile].sched_tick_s
+        return kept_share(read_turns(path), self.info.load.tool, tick_s,
+                          self.info.load.timeout_s)
 
     def host_limits(self) -> list[str]:
         """Why the host, not the server, shaped this run (empty: it did not, or the run

@@ -40,7 +40,10 @@ HAPROXY_MAXCONN: Final = 9987
 #: exp(-1 s / 1.44 s) = 0.5: half the steps find the order that started them at their 1-s
 #: deadline (docs/design_log.md, "The order of httperf's turns").  Out of sample
 #: (nginx-loopback-turns, another machine) it holds at 5 processes per CPU and not at 10,
-#: where that machine's rounds lost their order: not one number for every machine and load
+#: where that machine's rounds lost their order: not one number for every machine and load.
+#: So it is only for runs recorded without their client CPU's switches traced: a run with
+#: them (``acceptsim measure --trace-turns``, ``client-turns.csv``) gives its own
+#: (``calibrate.turn_order_s``; nginx-loopback-turns-traced)
 CLIENT_TURN_ORDER_S: Final = 1.44
 
 #: the most connections a run left unrecorded was measured with, per server

@@ -67,8 +67,11 @@ def retransmitted_fractions(
     second: the fraction of its connections beyond the replies whose SYN the kernel
     retransmitted, measured and simulated.  ``turn_order_s``: simulate with this mean
     time the order of the turns lasts (the sampler's rate added where a run had one, as
-    :func:`~acceptsim.measure.calibrate.turn_order_s` does); None: as the runs are
-    simulated (the testbed's)."""
+    :func:`~acceptsim.measure.calibrate.turn_order_s` does; a run whose turns were traced
+    keeps its own); None: as the runs are simulated (the testbed's, or a traced run's
+    own).  A point whose runs were all traced is simulated once per run, each with its
+    own order, and the fractions averaged; any other with its first run's
+    configuration."""
     from acceptsim.models.runner import run_point
 
     found = []
@@ -81,16 +84,22 @@ def retransmitted_fractions(
                 continue
             beyond = rate - float(np.mean([
                 r.record()["replies_2xx"] / r.info.load.duration_s for r in runs]))
-            config = calibrate.config_for(runs[0], costs, seed).replace(timeseries_interval_s=1.0)
-            if turn_order_s is not None:
-                config = config.replace(
-                    client_turn_order_s=calibrate.turn_order_s(runs[0], turn_order_s))
-            record = run_point(config, timeseries=True, checked=False)
-            simulated = float(np.mean(record["timeseries"]["syn_retrans_per_s"]))
+            # a point whose runs traced their turns: each run with its own order, the
+            # fractions' mean; else its first run's configuration
+            simulated = []
+            for run in runs if all(r.turns is not None for r in runs) else runs[:1]:
+                config = calibrate.config_for(run, costs, seed).replace(
+                    timeseries_interval_s=1.0)
+                if turn_order_s is not None:
+                    config = config.replace(
+                        client_turn_order_s=calibrate.turn_order_s(run, turn_order_s))
+                record = run_point(config, timeseries=True, checked=False)
+                simulated.append(float(np.mean(record["timeseries"]["syn_retrans_per_s"]))
+                                 / (rate - record["reply_rate_per_s"]))
             found.append(FractionPoint(
                 f"{folder.name}/{key[0]} multi_accept={'on' if key[1] else 'off'} {rate:g}/s",
                 config.client_processes_per_cpu, retransmitted / beyond,
-                simulated / (rate - record["reply_rate_per_s"])))
+                float(np.mean(simulated))))
     return found
 
 

@@ -420,3 +420,34 @@ def test_worker_shares_are_compared_largest_to_largest() -> None:
     assert theirs == [0.8, 0.2] and ours == [0.7, 0.3] and gap == pytest.approx(10.0)
     assert worker_shares({"worker_shares": []}, predicted) is None
     assert worker_shares(measured, {"per_worker": [{"replies_per_s": 1.0}]}) is None
+
+
+@pytest.mark.slow
+def test_measure_traces_httperfs_turns_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace-turns on``: each run keeps its client CPUs' switches (client-turns.csv),
+    its httperf processes are found taking turns there, and the tracefs instance is
+    gone afterwards; refused before anything runs where tracefs cannot be used."""
+    if not (shutil.which("httperf") and shutil.which("nginx")):
+        pytest.skip("httperf and nginx are not installed (Debian: httperf nginx-light)")
+    from acceptsim.measure.switch_trace import TRACEFS, SwitchTrace
+
+    with SwitchTrace([0]) as probe:
+        pass
+    if probe.failed:
+        pytest.skip(probe.failed)
+    out = tmp_path / "runs"
+    status = main(
+        ["measure", "--multi-accept", "on", "--rates", "600", "--duration", "3",
+         "--repeats", "1", "--timeout", "1", "--pause", "0", "--port", str(_free_port()),
+         "--processes", "3", "--sample-interval", "0", "--trace-turns", "on",
+         "--out", str(out)]
+    )
+    assert status == 0, capsys.readouterr().err
+    (run_dir,) = sorted(out.iterdir())
+    run = load_run(run_dir)
+    assert (run_dir / "client-turns.csv").is_file() and run.turns is not None
+    assert sorted(run.turns.processes.values())[-1] == 3 and run.turns.samples > 0
+    assert not any(p.name.startswith("acceptsim-turns-")
+                   for p in (TRACEFS / "instances").iterdir())
