@@ -1735,6 +1735,9 @@ def _measure_points(
             f"test-duration {r['test_duration_s']:.1f} s, "
             f"httperf CPU {r['client_cpus_used']:.2f}"
         )
+        if not wrk and run.turns is not None and run.turns.samples:
+            client_text += (f", turns' order kept over the timeout {run.turns.share:.2f} "
+                            f"({max(run.turns.processes.values())} processes a CPU)")
         log(
             f"{name}: reply {r['reply_rate_per_s']:.0f}/s{shares}, "
             f"listen overflows {r['listen_overflows_per_s']:.0f}/s, {client_text}{throttle}"
