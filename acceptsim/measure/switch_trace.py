@@ -4,13 +4,13 @@ httperf's processes busy-poll, so the processes that share a CPU take turns of a
 scheduler tick, in a round (``RunConfig.client_processes_per_cpu``).  Whether a step's
 deadline, one timeout after its connection began, finds its process where the round of
 that moment put it decides whether the kernel's SYN retransmission or httperf's give-up
-comes first (``RunConfig.client_turn_order_s``, :meth:`acceptsim.models.client.Client.
-give_up_at`).  How long the round keeps its order depends on what else runs on the CPU:
-a trace of the client CPU (2026-12-07, 0.1 CPU of nginx, no sampler) found ksoftirqd
-between turns 126-135 times a second at 3,000 and at 7,000 connections/s, its runs 27 us
-long in the median at 3,000/s and 61 us at 7,000/s, and the round broken 6.5 against 64
-times a second: the same rounds held half their order over a second at one rate and a
-tenth at the other.  So a run's order is measured, not assumed.
+comes first (``RunConfig.client_turn_order_s``, ``models.client.Client.give_up_at``).
+How long the round keeps its order depends on what else runs on the CPU: a trace of the
+client CPU (2026-12-07, 0.1 CPU of nginx, no sampler) found ksoftirqd between turns
+126-135 times a second at 3,000 and at 7,000 connections/s, its runs 27 us long in the
+median at 3,000/s and 61 us at 7,000/s, and the round broken 6.5 against 64 times a
+second: the rounds kept 0.44 of their order over a second at one rate and 0.13 at the
+other.  So a run's order is measured, not assumed.
 
 :class:`SwitchTrace` records the kernel's ``sched_switch`` events of the client CPUs
 during the load, into a ring buffer of a tracefs instance of its own that nothing reads
