@@ -242,7 +242,7 @@ def turn_order_s(run: MeasuredRun, unsampled_s: float = CLIENT_TURN_ORDER_S) -> 
     """How long the httperf processes of ``run`` on one client CPU kept the order of their
     turns, in the mean (``RunConfig.client_turn_order_s``): ``unsampled_s`` with nothing
     of acceptsim's beside them (the testbed's,
-    :data:`~acceptsim.measure.testbed.CLIENT_TURN_ORDER_S`), shortened by the time
+    ``acceptsim.measure.testbed.CLIENT_TURN_ORDER_S``), shortened by the time
     series' sampler, which wakes on the client CPUs once an interval and so reorders
     the turns at that rate too (their rates add); 0 for one process per CPU, or with
     ``unsampled_s`` 0 (no order lasts).
