@@ -109,8 +109,25 @@ def test_a_round_that_keeps_its_order_is_kept_in_full(k: int) -> None:
 @settings(max_examples=20, deadline=None)
 @given(k=st.integers(2, 12))
 def test_a_round_reordered_every_few_turns_keeps_nothing(k: int) -> None:
+    """Nothing kept, and no one place for a deadline: the places' shares sum to 1 and
+    none holds most (a round reordered between two turns of a process can make it wait
+    more than k ticks, so they are not the uniform 1/k each)."""
     share = kept_share(rounds(k, 6.0, 100.0, 2), "httperf", TICK, 1.0, samples=4000)
     assert share.share < 0.08
+    assert sum(share.delays) == pytest.approx(1.0) and max(share.delays) < 0.6
+
+
+@settings(max_examples=20, deadline=None)
+@given(k=st.integers(2, 12))
+def test_a_kept_round_puts_every_deadline_where_its_order_does(k: int) -> None:
+    """A round kept for good: a deadline 250 ticks after an instant of a process's turn
+    finds it 250 mod k turns on, so it runs again (k - 250 mod k) mod k ticks after the
+    deadline's tick (0: it is running), every time; ``delays_text`` gives it as
+    ``RunConfig.client_turn_delays`` takes it."""
+    share = kept_share(rounds(k, 4.0, 0.0, 1), "httperf", TICK, 1.0, samples=2000)
+    d = (k - 250 % k) % k
+    assert share.delays == tuple(1.0 if i == d else 0.0 for i in range(d + 1))
+    assert share.delays_text().split(",")[-1] == "1.0000"
 
 
 @pytest.mark.parametrize("k, rate", [(5, 0.7), (8, 0.7), (10, 2.0), (9, 0.3)])
@@ -164,7 +181,9 @@ def test_a_traced_run_gives_its_simulation_its_own_order(tmp_path: Path) -> None
     tau = -run.info.load.timeout_s / math.log(run.turns.share)
     assert turn_order_s(run) == pytest.approx(tau)
     assert turn_order_s(run, 5.0) == pytest.approx(tau)  # the trace, not the mean given
-    assert config_for(run, CLUSTER1).client_turn_order_s == pytest.approx(tau)
+    config = config_for(run, CLUSTER1)  # the places themselves, in place of a mean
+    assert config.client_turn_order_s == 0.0
+    assert config.client_turn_delays == run.turns.delays_text() != ""
     copy = tmp_path / "run"
     shutil.copytree(source, copy)
     (copy / "client-turns.csv").write_text(turns_rows(rounds(10, 9.0, 100.0, 4)))
@@ -179,5 +198,7 @@ def test_a_traced_run_gives_its_simulation_its_own_order(tmp_path: Path) -> None
     assert turn_order_s(kept) == pytest.approx(
         -run.info.load.timeout_s / math.log(1 - 0.5 / kept.turns.samples))
     (copy / "client-turns.csv").unlink()  # untraced: the testbed's, the sampler's added
-    assert turn_order_s(load_run(copy)) == pytest.approx(
+    untraced = load_run(copy)
+    assert turn_order_s(untraced) == pytest.approx(
         1 / (1 / CLIENT_TURN_ORDER_S + 1 / run.info.timeseries.interval_s))
+    assert config_for(untraced, CLUSTER1).client_turn_delays == ""

@@ -40,10 +40,11 @@ SCOPES = Path(__file__).resolve().parent / "data" / "measured" / "nginx-loopback
 
 
 
-def client(processes: int = 1, turn_order_s: float = 0.0) -> Host:
+def client(processes: int = 1, turn_order_s: float = 0.0, turn_delays: str = "") -> Host:
     config = RunConfig(server="nginx", kernel=WHEEL, rate_per_s=5000.0,
                        timeout_s=1.0, duration_s=0.01, warmup_s=0.0, network="loopback",
-                       client_processes_per_cpu=processes, client_turn_order_s=turn_order_s)
+                       client_processes_per_cpu=processes, client_turn_order_s=turn_order_s,
+                       client_turn_delays=turn_delays)
     return Host(config)
 
 
@@ -136,6 +137,51 @@ def test_the_order_lasts_a_timeout_with_probability_exp_minus_timeout_over_its_m
 def test_a_kept_order_needs_processes_taking_turns() -> None:
     with pytest.raises(ConfigError, match="client_turn_order_s"):
         RunConfig(server="nginx", kernel=WHEEL, client_turn_order_s=1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=2, max_size=12).filter(lambda w: sum(w) > 0),
+       st.floats(0.0, 50.0))
+def test_measured_places_give_up_on_the_ticks_they_name_as_often_as_they_say(
+    weights: list[int], since: float
+) -> None:
+    """``client_turn_delays`` p0..pn: a step gives up at its deadline with probability
+    p0, else on the d-th tick after the deadline's with probability pd, whatever the
+    process (in place of the kept or uniform place)."""
+    total = sum(weights)
+    text = ",".join(f"{w / total:.6f}" for w in weights)
+    c = client(8, turn_delays=text).client
+    phase = c._tick_phase[0]
+    conn = Connection(0, 0.0, 10.0)
+    deadline = since + 1.0
+    tick = math.floor((deadline - phase) / 0.004 + 1e-9)
+    draws = 3000
+    counts = [0] * len(weights)
+    for _ in range(draws):
+        at = c.give_up_at(conn, since)
+        if at == deadline:
+            counts[0] += 1
+            continue
+        d = (at - phase) / 0.004 - tick
+        assert d == pytest.approx(round(d), abs=1e-6) and round(d) >= 1, at  # on a tick
+        counts[round(d)] += 1
+    for w, n in zip(weights, counts, strict=True):
+        p = w / total
+        assert n / draws == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / draws) + 1e-9)
+
+
+@pytest.mark.parametrize("config, allowed", [
+    ({"client_processes_per_cpu": 1, "client_turn_delays": "0.5,0.5"}, "unless"),
+    ({"client_turn_order_s": 1.0, "client_turn_delays": "0.5,0.5"}, "one or the other"),
+    ({"client_turn_delays": "0.5,x"}, "numbers"),
+    ({"client_turn_delays": "0.5,-0.1,0.6"}, "0 or more"),
+    ({"client_turn_delays": "0.5,0.4"}, "summing to 1"),
+    ({"client_turn_delays": ",".join(["0.01"] * 100)}, "at most 64"),
+])
+def test_bad_measured_places_are_refused_naming_the_field(config: dict, allowed: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        RunConfig(server="nginx", kernel=WHEEL, **{"client_processes_per_cpu": 8, **config})
+    assert err.value.field == "client_turn_delays" and allowed in err.value.allowed
 
 
 def test_a_process_starts_its_due_connections_in_its_own_turn() -> None:
@@ -401,19 +447,26 @@ TRACED = TURNS.parent / "nginx-loopback-turns-traced"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("part", ["no-sampler", "sampler"])
-def test_with_its_turns_traced_every_point_within_0_1(part: str) -> None:
-    """Given the order its own trace measured (``MeasuredRun.turns``: the share of the
-    rounds that kept their order over the 1-s timeout, 0.01-0.41 without the sampler and
-    0-0.025 with it), each run's simulation retransmits the fraction of the dropped SYNs
-    the kernel did: every point (the mean of its three repeats) within 0.1, at 5-10
-    processes per CPU, where the testbed's one mean for every run misses by 0.24 at 10
-    on this machine (the strict xfail above).  Recorded after the mechanism was written,
-    nothing fitted to it."""
-    costs = load_params_file(SCOPES.parent / "nginx-loopback-cgroup-scopes.params.toml")[0]
+@pytest.mark.parametrize("part", ["no-sampler", "sampler", "quota-0.25-period-4000us"])
+def test_with_its_turns_traced_every_point_within_0_08(part: str) -> None:
+    """Given where its own trace found the deadlines in their processes' rounds
+    (``MeasuredRun.turns``, ``client_turn_delays``), each run's simulation retransmits
+    the fraction of the dropped SYNs the kernel did: every point (the mean of its
+    repeats) within 0.08, at 5-10 processes per CPU, 0.1 CPU per 10 ms with the sampler
+    and without, and 0.25 CPU per 4 ms without, multi_accept on and off; the set's own
+    costs (its host-costs.toml, request_s fitted to the 4-ms runs' replies).  The
+    testbed's one mean for every run misses by 0.24 at 10 processes on this machine (the
+    strict xfail above).  Recorded after the mechanism was written, nothing fitted to
+    it."""
+    costs = load_params_file(TRACED / "params.toml")[0]
     points = retransmitted_fractions([(TRACED / part, costs)])
-    assert sorted(p.processes_per_cpu for p in points) == [5, 8, 9, 10]
-    assert all(abs(p.simulated - p.measured) <= 0.1 for p in points), points
+    assert sorted(p.processes_per_cpu for p in points) == EXPECTED_K[part]
+    assert all(abs(p.simulated - p.measured) <= 0.08 for p in points), points
+
+
+#: httperf's processes per CPU at the traced sets' points that retransmitted enough
+EXPECTED_K = {"no-sampler": [5, 8, 9, 10], "sampler": [5, 8, 9, 10],
+              "quota-0.25-period-4000us": [8, 8, 8, 8, 9, 9]}
 
 
 @pytest.mark.slow

@@ -195,7 +195,7 @@ def config_for(run: MeasuredRun, costs: HostCosts, seed: int = 1) -> RunConfig:
         if info.load.tool == "wrk" else
         {"rate_per_s": info.load.target_rate_per_s, "spacing": info.load.spacing,
          "client_processes_per_cpu": httperf_processes_per_cpu(run),
-         "client_turn_order_s": turn_order_s(run)}
+         **turn_settings(run)}
     )
     # wrk's own CPU per request, as the run measured it (its thread's time is part of each
     # request's cycle at a few connections: HostCosts.client_request_s); without keep-alive
@@ -266,6 +266,18 @@ def turn_order_s(run: MeasuredRun, unsampled_s: float = CLIENT_TURN_ORDER_S) -> 
     if run.info.timeseries.interval_s > 0:
         rate += 1.0 / run.info.timeseries.interval_s
     return 1.0 / rate
+
+
+def turn_settings(run: MeasuredRun) -> dict[str, Any]:
+    """Where the deadlines of ``run``'s httperf steps fall in their processes' rounds of
+    turns, as its simulation takes it: the places its trace measured
+    (``client_turn_delays``, ``MeasuredRun.turns``) where the run traced its client
+    CPUs' switches and has two processes or more on a CPU, else the mean time the order
+    lasts (``client_turn_order_s``, :func:`turn_order_s`)."""
+    turns = run.turns
+    if httperf_processes_per_cpu(run) > 1 and turns is not None and turns.delays:
+        return {"client_turn_delays": turns.delays_text(), "client_turn_order_s": 0.0}
+    return {"client_turn_order_s": turn_order_s(run)}
 
 
 def accept_limit_of(run: MeasuredRun) -> float:

@@ -19,8 +19,10 @@ until the load has ended (no process of the trace runs beside the clients);
 :func:`kept_share` reads the order from them: over instants t of the steady load, how
 often the process running one timeout later is the one a round that kept its order puts
 there (the one running at t plus the timeout modulo a round of k ticks), beyond the 1/k
-any place gives.  ``acceptsim.measure.calibrate.turn_order_s`` turns that share into the
-run's ``client_turn_order_s``.
+any place gives, and where the deadline finds the process of t: running, or next running
+d ticks after the deadline's tick (:attr:`KeptShare.delays`).  The run's simulation draws
+its give-ups' ticks from those places (``RunConfig.client_turn_delays``,
+``acceptsim.measure.calibrate.turn_settings``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 
 from acceptsim.measure.parse_errors import ParseError
+from acceptsim.models.client import MAX_TURN_DELAYS
 
 #: where the kernel's tracing file system is mounted
 TRACEFS = Path("/sys/kernel/tracing")
@@ -53,6 +56,9 @@ BUFFER_KB = 4096
 SETTLE_S = 1.0
 #: instants sampled over a CPU's steady load for :func:`kept_share`
 SAMPLES = 20_000
+#: the ticks after a deadline :func:`kept_share` tells apart (a later turn counts in the
+#: last): ``acceptsim.models.client.MAX_TURN_DELAYS``
+MAX_DELAY_TICKS = MAX_TURN_DELAYS
 
 _SWITCH = re.compile(r"\[(\d+)\][^:]*?\s(\d+\.\d+): sched_switch: .*==> next_comm=(.*) "
                      r"next_pid=(\d+) next_prio=")
@@ -192,6 +198,15 @@ class KeptShare:
     samples: int
     #: the load generator's processes on each traced CPU
     processes: dict[int, int]
+    #: where a deadline one lag after an instant of a process's turn finds that process:
+    #: the share of the instants at which it is running then (first), or next runs on
+    #: the d-th tick after the deadline's (d-th), pooled over the CPUs (empty: no
+    #: instants); ``RunConfig.client_turn_delays`` as :meth:`delays_text` writes it
+    delays: tuple[float, ...] = ()
+
+    def delays_text(self) -> str:
+        """:attr:`delays` as ``RunConfig.client_turn_delays`` takes them."""
+        return ",".join(f"{p:.4f}" for p in self.delays)
 
 
 def kept_share(switches: Sequence[Switch], comm: str, tick_s: float, lag_s: float,
@@ -204,7 +219,12 @@ def kept_share(switches: Sequence[Switch], comm: str, tick_s: float, lag_s: floa
     is at t + (lag modulo k ticks of ``tick_s``), where a round that kept its order puts
     it; the share P of such instants is e + (1 - e) / k for a share e of kept
     rounds and uniform places otherwise, so e = (P - 1/k) / (1 - 1/k), pooled over the
-    CPUs by their instants."""
+    CPUs by their instants.  And, at the same instants, where the deadline t + lag finds
+    the process whose turn it is at t: running (0), or next running on the d-th tick
+    after the deadline's (:attr:`KeptShare.delays`): a round's order broken by a swap of
+    two neighbours still puts the process a tick from its kept place, which the share e
+    counts as lost."""
+    delays = [0] * MAX_DELAY_TICKS
     by_cpu: dict[int, list[Switch]] = {}
     for s in switches:
         by_cpu.setdefault(s.cpu, []).append(s)
@@ -233,15 +253,33 @@ def kept_share(switches: Sequence[Switch], comm: str, tick_s: float, lag_s: floa
 
         ticks = round(lag_s / tick_s)  # the lag in whole ticks, and the rest
         place = (ticks % k) * tick_s + (lag_s - ticks * tick_s)
+        own: dict[int, list[float]] = {}  # each process's turns' starts
+        for s in turns:
+            own.setdefault(s.pid, []).append(s.time_s)
         hits = n = 0
         for j in range(samples):
             t = start + (end - start) * (j + 0.5) / samples
             n += 1
-            hits += running(t + lag_s) == running(t + place)
+            deadline = t + lag_s
+            whose = running(deadline)
+            hits += whose == running(t + place)
+            process = running(t)
+            if whose == process:
+                delays[0] += 1
+                continue
+            starts = own[process]
+            i = bisect.bisect_right(starts, deadline)
+            if i < len(starts):  # its next turn, d ticks after the deadline's
+                d = min(int((starts[i] - deadline) / tick_s) + 1, len(delays) - 1)
+                delays[d] += 1
         if n:
             share = (hits / n - 1.0 / k) / (1.0 - 1.0 / k)
             matched += n * share
             weighted += n
             total += n
     share = min(1.0, max(0.0, matched / weighted)) if weighted else 0.0
-    return KeptShare(share, total, processes)
+    counted = sum(delays)
+    while delays and not delays[-1]:
+        delays.pop()
+    return KeptShare(share, total, processes,
+                     tuple(d / counted for d in delays) if counted else ())

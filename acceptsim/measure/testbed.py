@@ -43,7 +43,7 @@ HAPROXY_MAXCONN: Final = 9987
 #: where that machine's rounds lost their order: not one number for every machine and load.
 #: So it is only for runs recorded without their client CPU's switches traced: a run with
 #: them (``acceptsim measure --trace-turns``, ``client-turns.csv``) gives its own
-#: (``calibrate.turn_order_s``; nginx-loopback-turns-traced)
+#: (``calibrate.turn_settings``: where its deadlines fell; nginx-loopback-turns-traced)
 CLIENT_TURN_ORDER_S: Final = 1.44
 
 #: the most connections a run left unrecorded was measured with, per server

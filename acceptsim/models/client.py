@@ -155,6 +155,47 @@ class ClientParams(Params):
         "where that order puts it; any other at a uniformly random place in its round "
         "(:meth:`Client.give_up_at`).  0: no order outlasts a timeout",
     )
+    turn_delays: str = param(
+        "", unit="", doc="with processes_per_cpu > 1: where a step's deadline finds its "
+        "process, as measured: comma-separated probabilities p0,p1,...,pn that its process "
+        "is running at the deadline (p0) or next runs on the d-th tick after the deadline's "
+        "(pd), summing to 1 (acceptsim measure's traced runs: "
+        "acceptsim.measure.switch_trace.turn_delays).  In place of turn_order_s's kept or "
+        "uniform place; empty: not given",
+    )
+
+
+def parse_turn_delays(text: str) -> list[float]:
+    """The cumulative probabilities of ``ClientParams.turn_delays`` (empty: none given);
+    ValueError saying what is wrong."""
+    if not text.strip():
+        return []
+    try:
+        probabilities = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError("comma-separated numbers") from None
+    if not all(math.isfinite(x) and x >= 0.0 for x in probabilities):
+        raise ValueError("probabilities of 0 or more")
+    if len(probabilities) > MAX_TURN_DELAYS:
+        raise ValueError(f"at most {MAX_TURN_DELAYS} probabilities "
+                         f"(ticks 0..{MAX_TURN_DELAYS - 1})")
+    total = math.fsum(probabilities)
+    if abs(total - 1.0) > TURN_DELAYS_TOLERANCE:
+        raise ValueError(f"probabilities summing to 1 (within {TURN_DELAYS_TOLERANCE:g}; "
+                         f"these sum to {total:.6g})")
+    cumulative = []
+    running = 0.0
+    for x in probabilities:
+        running += x / total
+        cumulative.append(running)
+    cumulative[-1] = 1.0
+    return cumulative
+
+
+#: the most ticks after a deadline ``ClientParams.turn_delays`` may name, plus one
+MAX_TURN_DELAYS: Final = 64
+#: how far from 1 the probabilities of ``ClientParams.turn_delays`` may sum (rounding)
+TURN_DELAYS_TOLERANCE: Final = 1e-3
 
 
 COMPLETED: Final = "completed"
@@ -254,6 +295,9 @@ class Client(ClientSide):
             if params.turn_order_s > 0.0:
                 self._order_kept = math.exp(-params.timeout_s / params.turn_order_s)
                 self._order_draw = streams.draws("client_turn_order", _uniform)
+        #: measured places of a deadline in its process's round (turn_delays), cumulative
+        self._delay_cdf: list[float] = (parse_turn_delays(params.turn_delays)
+                                        if self._turns > 1 else [])
         mean_gap = 1.0 / params.rate_per_s
         self._gap: Draws = (
             streams.draws("arrivals", lambda g, n: g.exponential(mean_gap, n))
@@ -639,20 +683,30 @@ class Client(ClientSide):
         the step's connection (``_turn_start``) says when its process next runs; if
         not, the place is uniform, so with k processes the step gives up at once with
         probability 1/k and otherwise on the n-th tick after the deadline's, n uniform
-        over 1..k-1.  Everything the client does for the step compares with this
-        instant: a reply arriving after it is not read, and a SYN its kernel retransmits
-        before it, or on its tick, still goes out (:meth:`syn_dropped`).
+        over 1..k-1.  A run that measured where its deadlines fall (``turn_delays``)
+        draws the tick from that instead.  Everything the client does for the step
+        compares with this instant: a reply arriving after it is not read, and a SYN its
+        kernel retransmits before it, or on its tick, still goes out (:meth:`syn_dropped`).
         """
         deadline = since + self.timeout
         if self._turns == 1:
             return deadline
+        turn = self._turn_s
+        phase = self._tick_phase[0] if self._tick_phase else 0.0
+        if self._delay_cdf:  # measured: its process next runs d ticks after the deadline's
+            u = self._turn_place.draw()
+            d = 0
+            while u >= self._delay_cdf[d]:
+                d += 1
+            if d == 0:
+                return deadline
+            m = math.floor((deadline - phase) / turn + _TICK_EPS)
+            return phase + float(m + d) * turn
         if self._order_kept > 0.0 and self._order_draw.draw() < self._order_kept:
             return self._turn_start(conn.process, deadline)
         place = self._turn_place.draw() * float(self._turns)  # in turns after its own began
         if place < 1.0:
             return deadline
-        turn = self._turn_s
-        phase = self._tick_phase[0] if self._tick_phase else 0.0
         # the deadline falls in tick m; its process's turn began floor(place) ticks
         # before that, and its next one begins k ticks after that
         m = math.floor((deadline - phase) / turn + _TICK_EPS)

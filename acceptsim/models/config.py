@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acceptsim.models import arrivals, policies
+from acceptsim.models.client import parse_turn_delays
 from acceptsim.models.costs import CLUSTER1, PARAMETER_SETS, HostCosts
 from acceptsim.models.kernel import LINUX_24, PROFILES, KernelProfile
 from acceptsim.models.multicore import LAYOUTS, SOFTIRQ
@@ -279,6 +280,14 @@ class RunConfig(Params):
         "acceptsim.measure.calibrate.turn_order_s); 0: no order outlasts a timeout, a "
         "deadline's place in its process's round is uniform",
     )
+    client_turn_delays: str = param(
+        "", unit="", doc="with client_processes_per_cpu > 1: where a step's deadline finds "
+        "its process, as a run measured it, in place of client_turn_order_s: "
+        "comma-separated probabilities p0,p1,...,pn that the process is running at the "
+        "deadline (p0) or next runs on the d-th tick after the deadline's (pd), summing "
+        "to 1 (ClientParams.turn_delays; acceptsim measure's traced runs: "
+        "acceptsim.measure.switch_trace.turn_delays); empty: not given",
+    )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
         doc="idle persistent connections the clients open before "
@@ -340,6 +349,20 @@ class RunConfig(Params):
             raise ConfigError("client_turn_order_s", self.client_turn_order_s,
                               "0 unless client_processes_per_cpu > 1 (it is the order of "
                               "their turns on one CPU)")
+        if self.client_turn_delays:
+            if self.client_processes_per_cpu == 1:
+                raise ConfigError("client_turn_delays", self.client_turn_delays,
+                                  "empty unless client_processes_per_cpu > 1 (it is where a "
+                                  "deadline falls in their round of turns)")
+            if self.client_turn_order_s > 0.0:
+                raise ConfigError("client_turn_delays", self.client_turn_delays,
+                                  "empty when client_turn_order_s is given (one or the other "
+                                  "says where a deadline falls in the round)")
+            try:
+                parse_turn_delays(self.client_turn_delays)
+            except ValueError as exc:
+                raise ConfigError("client_turn_delays", self.client_turn_delays,
+                                  str(exc)) from None
         if self.client == "wrk" and not self.concurrency:
             raise ConfigError("client", self.client, "httperf without concurrency (wrk runs "
                               "a closed loop: give concurrency > 0)")

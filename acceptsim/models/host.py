@@ -112,6 +112,7 @@ class Host:
             rate_profile=config.rate_profile, concurrency=config.concurrency,
             keepalive=config.keepalive, processes_per_cpu=config.client_processes_per_cpu,
             turn_order_s=config.client_turn_order_s,
+            turn_delays=config.client_turn_delays,
             asks_close=wrk and not config.keepalive,
             connect_threads=config.wrk_threads if wrk else 0,
             # a server that limits the requests of a kept connection closes it then (nginx's
