@@ -202,3 +202,20 @@ def test_a_traced_run_gives_its_simulation_its_own_order(tmp_path: Path) -> None
     assert turn_order_s(untraced) == pytest.approx(
         1 / (1 / CLIENT_TURN_ORDER_S + 1 / run.info.timeseries.interval_s))
     assert config_for(untraced, CLUSTER1).client_turn_delays == ""
+
+
+def test_a_turns_file_that_links_out_of_its_run_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    from acceptsim.measure import load_run
+    from acceptsim.sim.errors import ConfigError
+
+    source = next(iter(sorted((TRACED / "sampler").glob("*rate-003000-rep-1"))))
+    copy = tmp_path / "run"
+    shutil.copytree(source, copy)
+    outside = tmp_path / "elsewhere.csv"
+    outside.write_text((copy / "client-turns.csv").read_text())
+    (copy / "client-turns.csv").unlink()
+    (copy / "client-turns.csv").symlink_to(outside)
+    with pytest.raises(ConfigError, match="outside"):
+        load_run(copy).turns  # noqa: B018 (the property reads the file)

@@ -231,13 +231,13 @@ class MeasuredRun:
         from the run's traced switches (``client-turns.csv``,
         :func:`acceptsim.measure.switch_trace.kept_share` at ``load.timeout_s`` with the
         host's tick); None for a run recorded without them.  A bad file is a ParseError
-        naming its line."""
+        naming its line; a link out of the run directory a ConfigError."""
         path = self.path / TURNS_FILE
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return None
         tick_s = self.info.kernel.tick_s or PROFILES[self.info.kernel.profile].sched_tick_s
-        return kept_share(read_turns(path), self.info.load.tool, tick_s,
-                          self.info.load.timeout_s)
+        return kept_share(read_turns(counter_path(self.path, TURNS_FILE, "client-turns")),
+                          self.info.load.tool, tick_s, self.info.load.timeout_s)
 
     def host_limits(self) -> list[str]:
         """Why the host, not the server, shaped this run (empty: it did not, or the run
