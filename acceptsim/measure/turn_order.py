@@ -90,7 +90,7 @@ def retransmitted_fractions(
             for run in runs if all(r.turns is not None for r in runs) else runs[:1]:
                 config = calibrate.config_for(run, costs, seed).replace(
                     timeseries_interval_s=1.0)
-                if turn_order_s is not None:
+                if turn_order_s is not None and not config.client_turn_delays:
                     config = config.replace(
                         client_turn_order_s=calibrate.turn_order_s(run, turn_order_s))
                 record = run_point(config, timeseries=True, checked=False)

@@ -160,7 +160,7 @@ class ClientParams(Params):
         "process, as measured: comma-separated probabilities p0,p1,...,pn that its process "
         "is running at the deadline (p0) or next runs on the d-th tick after the deadline's "
         "(pd), summing to 1 (acceptsim measure's traced runs: "
-        "acceptsim.measure.switch_trace.turn_delays).  In place of turn_order_s's kept or "
+        "acceptsim.measure.switch_trace.KeptShare.delays).  In place of turn_order_s's kept or "
         "uniform place; empty: not given",
     )
 

@@ -286,7 +286,7 @@ class RunConfig(Params):
         "comma-separated probabilities p0,p1,...,pn that the process is running at the "
         "deadline (p0) or next runs on the d-th tick after the deadline's (pd), summing "
         "to 1 (ClientParams.turn_delays; acceptsim measure's traced runs: "
-        "acceptsim.measure.switch_trace.turn_delays); empty: not given",
+        "acceptsim.measure.switch_trace.KeptShare.delays); empty: not given",
     )
     idle_connections: int = param(
         0, unit="connections", ge=0, le=MAX_IDLE_CONNECTIONS,
