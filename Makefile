@@ -11,11 +11,19 @@ NATIVE := $(VENV)/.native
 
 .PHONY: run test check test-slow test-docs bench bench-instructions lint clean build build-pgo docs notebook notebooks
 
-# install (compiling the hot path with mypyc when a C compiler is present: setup.py)
+# install: pyproject.toml's build requirements first; then the hot path compiles with mypyc
+# (setup.py: when a C compiler is present; one C file, about a minute on one core) while pip
+# installs the package and everything else on another core (the pure-Python install of the
+# package: the compiled modules land beside their sources either way)
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -c "import subprocess, sys, tomllib; \
+		requires = tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']; \
+		subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', *requires], check=True)"
+	$(BIN)/python setup.py --quiet build_ext --inplace & compiling=$$!; \
+	ACCEPTSIM_PURE_PYTHON=1 $(BIN)/python -m pip install --quiet -e '.[dev]'; installed=$$?; \
+	wait $$compiling && exit $$installed
 	touch $(STAMP) $(NATIVE)
 
 # recompile the hot path after an edit, or when the list of compiled modules changes (until
