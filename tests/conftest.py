@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tool_module import load_tool
 
 from acceptsim.models.experiment import RunConfig, simulate
 
@@ -43,9 +42,4 @@ def small_run():
 def reference_tool() -> ModuleType:
     """``tools/reference.py`` (the reference set and its record comparison), loaded from
     its file: ``tools/`` is not a package."""
-    path = Path(__file__).resolve().parents[1] / "tools" / "reference.py"
-    spec = importlib.util.spec_from_file_location("reference", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("reference")

@@ -60,10 +60,6 @@ def test_the_full_scale_notebooks_are_not_stale() -> None:
     """The documentation shows every notebook at full scale beside its small run; a
     notebook edited since its full-scale copy was made fails here (regenerate it with
     ``python tools/full_scale.py run NAME``)."""
-    import importlib.util
+    from tool_module import load_tool
 
-    spec = importlib.util.spec_from_file_location("full_scale", ROOT / "tools" / "full_scale.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    assert tool.stale() == []
+    assert load_tool("full_scale").stale() == []

@@ -4,23 +4,18 @@ saturation")."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tool_module import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def profile() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "server_cpu_profile", ROOT / "tools" / "server_cpu_profile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("server_cpu_profile")
 
 
 #: ``perf script -F comm,tid,time,ip,sym`` of five samples: the idle task, a close whose

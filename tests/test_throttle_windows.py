@@ -5,25 +5,18 @@ falls")."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tool_module import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "throttle_windows", ROOT / "tools" / "throttle_windows.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (its dataclass looks its module up)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("throttle_windows")
 
 
 def switch(t: float, prev: str, state: str, nxt: str, cpu: int = 0) -> str:

@@ -10,7 +10,6 @@ take turns of one scheduler tick and a process notices its timeouts only in its 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tool_module import load_tool
 
 from acceptsim.config_io import load_params_file
 from acceptsim.measure import find_runs, load_run
@@ -402,11 +402,7 @@ def test_syn_retransmissions_within_a_factor_of_2_on_the_time_series_sets(folder
 def _unsampled_sets() -> list:
     """The one-worker sets recorded without a time series (no sampler beside httperf on
     its CPU) and their costs: those ``tools/fit_turn_order.py`` fits to."""
-    spec = importlib.util.spec_from_file_location(
-        "fit_turn_order", Path(__file__).resolve().parents[1] / "tools" / "fit_turn_order.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool("fit_turn_order")
     return tool.sets(tool.UNSAMPLED)
 
 
