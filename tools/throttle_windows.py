@@ -124,7 +124,8 @@ def noticed_at_wake(window: Sequence[Run]) -> bool:
             and window[-2].slept)
 
 
-def quantiles_us(values: Sequence[float], scale: float = 1e6) -> dict[str, float]:
+def quantiles(values: Sequence[float], scale: float = 1e6) -> dict[str, float]:
+    """The values' quantiles (:data:`QUANTILES`), times ``scale`` (1e6: microseconds)."""
     ordered = sorted(values)
     return {f"p{round(q * 100)}": round(ordered[min(len(ordered) - 1, int(q * len(ordered)))]
                                         * scale, 3) for q in QUANTILES}
@@ -145,7 +146,7 @@ def window_summary(text: str, comm: str) -> dict[str, object]:
     return {
         "windows": len(windows),
         "span_s": round(windows[-1][-1].end_s - windows[0][0].start_s, 3),
-        "runtime_ms": quantiles_us(runtimes, 1e3),
+        "runtime_ms": quantiles(runtimes, 1e3),
         "runtime_histogram_ms": dict(sorted(bins.items(), key=lambda kv: float(kv[0]))),
         "sleeps_per_window": dict(sorted(sleeps.items())),
         "throttle_noticed": {"at_wake": at_wake, "running": len(windows) - at_wake},
@@ -198,9 +199,9 @@ def connection_summary(text: str, comm: str, client: str) -> dict[str, object]:
             slept_between += slept
     out: dict[str, object] = {}
     if to_write:
-        out["client_connect_to_write_us"] = {"n": len(to_write), **quantiles_us(to_write)}
+        out["client_connect_to_write_us"] = {"n": len(to_write), **quantiles(to_write)}
     if to_read:
-        out["server_accept_to_read_us"] = {"n": len(to_read), **quantiles_us(to_read),
+        out["server_accept_to_read_us"] = {"n": len(to_read), **quantiles(to_read),
                                            "slept_between": slept_between}
     return out
 
