@@ -4,15 +4,8 @@
 # (tests/data/measured/README.md, "nginx-loopback-turns-traced").
 # Each repeat records both, one after the other.
 set -e
-for r in 1 2 3; do
-  for interval in 0 0.1; do
-    out=no-sampler; [ "$interval" = 0 ] || out=sampler
-    acceptsim measure --server nginx --multi-accept off --rates 3000,5000,6000,7000 \
-        --duration 8 --repeats 1 --first-repeat "$r" --timeout 1 \
-        --server-cpu-quota 0.1 --server-cpu-period 10000 --sample-interval "$interval" \
-        --trace-turns on --out "tests/data/measured/nginx-loopback-turns-traced/$out"
-  done
-done
+D=tests/data/measured/nginx-loopback-turns-traced EXTRA="--trace-turns on" \
+    sh tests/data/measured/nginx-loopback-turns/record.sh
 # 21:06 UTC: the 4-ms protocol of nginx-loopback-timeseries-2 (0.25 CPU per 4 ms,
 # multi_accept on and off alternating), traced, without the sampler, two repeats
 for rep in 1 2; do
