@@ -14,6 +14,10 @@ numbers.
 
 nginx-wrk-quiet-2 is the whole protocol (1 and 2 workers, 1 to 256 connections) recorded
 right after, with its own costs: one worker within 10% (6.3%), two workers not.
+nginx-wrk-quiet-6 is that protocol with each point's one-worker and two-worker runs taken
+one right after the other: two workers without keep-alive from 4 connections up within
+10% (6.4%), where quiet-2's were 11-45% above (docs/design_log.md, "nginx's speed moves
+within a run").
 
 At one connection nginx sleeps and wakes for every request, and its reply wakes wrk's
 thread for every request.  On this quiet machine that costs it 38-63 us of CPU a reply
@@ -180,11 +184,13 @@ def test_one_workers_keepalive_gain_from_4_connections_up(report2: dict) -> None
                    "paid for waking wrk's thread): keep-alive's gain there measured 1.13, "
                    "1.64 twelve minutes before, and the model's is 1.26.  Two "
                    "workers without keep-alive 10-44% above from 4 connections up, each "
-                   "using its quota and paying 14-27% more CPU a reply than one worker (the "
-                   "kernel's tick samples read 8-24% of their CPU as other work, but they "
-                   "miss a throttled group's runtime when the period is one tick: the cause "
-                   "is open); with keep-alive at 4 connections 30-46% below (6-18% before "
-                   "the reader's wake-up), where the measured pair slept 0.30 times a reply")
+                   "using its quota and paying 14-27% more CPU a reply than one worker: "
+                   "the set ran all its one-worker runs before its two-worker runs, and "
+                   "nginx's CPU a reply moves by a third within minutes on this machine; "
+                   "alternated (nginx-wrk-quiet-6) two workers cost what one does and "
+                   "those runs are within 6.4%.  With keep-alive at 4 connections 30-46% "
+                   "below (6-18% before the reader's wake-up), where the measured pair "
+                   "slept 0.30 times a reply")
 def test_throughput_mape_within_10_percent_over_every_run_of_the_whole_protocol(
         report2: dict) -> None:
     assert report2["closed_loop"]["mape_reply_rate"] <= 10.0
@@ -381,3 +387,76 @@ def test_with_the_places_recorded_keepalives_gain(report5: dict, concurrency: in
 def test_with_the_places_recorded_latency_p50_within_20_percent_and_p99_within_1_5x(
         report5: dict) -> None:
     assert not latency_misses(report5), latency_misses(report5)
+
+
+# -- nginx-wrk-quiet-6: one and two workers alternated point by point -----------------
+
+DATA6 = DATA.parent / "nginx-wrk-quiet-6"
+
+
+@pytest.fixture(scope="module")
+def report6() -> dict:
+    return wrk_report(DATA6)
+
+
+def compared(report: dict, workers: int) -> list[dict]:
+    """The runs of ``workers`` workers that ``validate`` compared (not excluded)."""
+    excluded = {e["run"] for e in report["excluded"]}
+    return [r for r in wrk_rows(report)
+            if r["worker_processes"] == workers and r["run"] not in excluded]
+
+
+def test_alternated_every_run_is_compared_but_one_the_host_shaped(report6: dict) -> None:
+    """40 runs; one worker's first run of 16 kept connections is left out by validate's
+    quiet-machine rule (other tasks 40% of the load by the tick samples)."""
+    assert len(wrk_rows(report6)) == 40 and report6["closed_loop"]["runs"] == 39
+    (excluded,) = report6["excluded"]
+    assert "c-00016-keepalive-on-rep-1" in excluded["run"]
+    assert "other tasks" in excluded["reason"]
+
+
+def test_alternated_one_worker_throughput_within_10_percent(report6: dict) -> None:
+    """MAPE 9.2% over one worker's 19 runs."""
+    errors = [abs(r["reply_rate_error_pct"]) for r in compared(report6, 1)]
+    assert len(errors) == 19 and np.mean(errors) <= 10.0
+
+
+def test_alternated_two_workers_without_keepalive_from_4_connections_within_10_percent(
+        report6: dict) -> None:
+    """Two workers, each in a cgroup of 0.25 CPU, without keep-alive from 4 connections
+    up: 6.4% (every run within 11%), where nginx-wrk-quiet-2, which ran them two minutes
+    after its one-worker runs, had them 11-45% above: alternated with one worker's runs,
+    two workers cost what one does a reply."""
+    errors = [abs(r["reply_rate_error_pct"]) for r in compared(report6, 2)
+              if not r["keepalive"] and r["concurrency"] >= 4]
+    assert len(errors) == 8 and np.mean(errors) <= 10.0 and max(errors) <= 11.0
+
+
+@pytest.mark.xfail(strict=True, reason="12.0% over the 39 runs: one worker 9.2%, two "
+                   "14.6%.  Two workers at one connection without keep-alive 36-50% "
+                   "below (7,977 and 6,250/s measured, 4,001 predicted): the workers take "
+                   "blocks of 16 connections in turn (nginx re-adds the listening socket "
+                   "every 16 accepts), a block is about a quota's work, and the model's "
+                   "blocks end in a throttle every other period where the measured ones "
+                   "did in a quarter to a third; with keep-alive at 4 and 16 connections "
+                   "8-32% below")
+def test_alternated_throughput_mape_within_10_percent_over_every_run(report6: dict) -> None:
+    assert report6["closed_loop"]["mape_reply_rate"] <= 10.0
+
+
+@pytest.mark.xfail(strict=True, reason="p50 within 20% in 17 of the 40 runs, p99 within a "
+                   "factor of 1.5 in 21, as in the sets before it")
+def test_alternated_latency_p50_within_20_percent_and_p99_within_1_5x(report6: dict) -> None:
+    assert not latency_misses(report6), latency_misses(report6)
+
+
+@pytest.mark.xfail(strict=True, reason="within 15% at 5 of the 10 points: one worker 1.59, "
+                   "1.95, 2.02, 1.75, 1.55 measured at 1, 4, 16, 64 and 256 connections "
+                   "against 1.41, 1.75, 1.70, 1.71, 1.79; two workers 0.77, 1.71, 1.97, 1.81, "
+                   "1.57 against 1.18, 1.18, 1.48, 1.68, 1.74 (at one connection keep-alive "
+                   "keeps the connection on one worker's quota, where without it the two "
+                   "take turns: measured, it loses; the model, whose turns stall, has it "
+                   "gain)")
+def test_alternated_keepalives_gain_within_15_percent(report6: dict) -> None:
+    for g in report6["closed_loop"]["keepalive_gain"]:
+        assert g["predicted"] == pytest.approx(g["measured"], rel=0.15), g

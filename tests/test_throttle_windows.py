@@ -84,3 +84,39 @@ def test_a_connects_request_and_an_accepts_read_are_timed(tool: ModuleType) -> N
 def test_record_needs_a_command(tool: ModuleType, tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         tool.main(["record", str(tmp_path / "t.trace")])
+
+
+def cycle(t: float, fd: int, read: bool = True) -> list[str]:
+    """nginx accepts a connection at ``t`` and reads another's request 5 us later."""
+    lines = [call(t, "nginx", f"sys_accept4 -> {fd:#x}", cpu=0)]
+    if read:
+        lines.append(call(t + 5e-6, "nginx", "sys_recvfrom -> 0x46", cpu=0))
+    return lines
+
+
+def test_the_servers_cycle_is_timed_per_interval_with_the_long_windows(
+        tool: ModuleType) -> None:
+    """Cycles of 30 us in a 1-ms window and of 45 us in a 3.5-ms one a quarter second
+    later; a cycle broken by a switch, one with no request read and one with two are not
+    cycles (each accept's pass reads the request of the connection accepted before)."""
+    trace = "\n".join([
+        switch(10.000000, "swapper/0", "R", "nginx"),
+        *cycle(10.000100, 3), *cycle(10.000130, 4), *cycle(10.000160, 5),
+        switch(10.000170, "nginx", "S", "swapper/0"),  # the next cycle is broken
+        switch(10.000180, "swapper/0", "R", "nginx"),
+        *cycle(10.000200, 3), *cycle(10.000230, 4, read=False),  # a cycle, then none
+        *cycle(10.000260, 5),
+        switch(10.001000, "nginx", "R", "swapper/0"),  # throttled: a 1-ms window
+        switch(10.300000, "swapper/0", "R", "nginx"),
+        *cycle(10.300100, 3), *cycle(10.300145, 4), *cycle(10.300190, 5),
+        call(10.300200, "nginx", "sys_recvfrom -> 0x46", cpu=0),  # a second read
+        *cycle(10.300235, 3), *cycle(10.300280, 4),
+        switch(10.303500, "nginx", "R", "swapper/0"),  # throttled: a long window
+    ]) + "\n"
+    assert [round(length * 1e6) for _, length in tool.cycles(trace, "nginx")] == [
+        30, 30, 30, 45, 45, 45]
+    series = tool.cycle_series(trace, "nginx", 0.25)
+    assert series == [
+        {"start_s": 0.0, "cycles": 3, "cycle_p50_us": 30.0, "long_windows": 0},
+        {"start_s": 0.25, "cycles": 3, "cycle_p50_us": 45.0, "long_windows": 1},
+    ]

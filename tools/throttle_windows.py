@@ -10,7 +10,8 @@ event loop and where each throttle falls").
 
     sudo python tools/throttle_windows.py record OUT.trace [--comm nginx] [--client wrk] \\
         -- acceptsim measure --client wrk ...
-    python tools/throttle_windows.py summary OUT.trace [--comm nginx] [--client wrk]
+    python tools/throttle_windows.py summary OUT.trace [--comm nginx] [--client wrk] \\
+        [--interval 0.25]
 
 ``record`` traces, while the command runs, the ``sched_switch`` events that switch the
 server's task (``--comm``) in or out, and with ``--client`` the ``connect``, ``write``,
@@ -24,7 +25,10 @@ instance of its own read after the command.  ``summary`` prints, as JSON:
   and the tasks that preempted it;
 - with system calls traced: the client's delay from each ``connect`` to the ``write``
   of its request on that socket, and for each connection the server accepted, its delay
-  to the ``recvfrom`` that read the request and whether the server slept in between.
+  to the ``recvfrom`` that read the request and whether the server slept in between;
+- with ``--interval S`` too: per S seconds, the median of the server's CPU for one
+  connection (its *cycle*, :func:`cycles`) and the windows of 3 ms or more that began
+  then (docs/design_log.md, "nginx's speed moves within a run").
 """
 
 from __future__ import annotations
@@ -206,6 +210,63 @@ def connection_summary(text: str, comm: str, client: str) -> dict[str, object]:
     return out
 
 
+#: a window that ran this long went on past its quota (1 ms at the sets' 0.25 CPU per 4 ms)
+#: to a tick: its debt throttles the next periods
+LONG_WINDOW_S = 3e-3
+
+
+def cycles(text: str, comm: str) -> list[tuple[float, float]]:
+    """``(time, length)`` of each of the server's *cycles*: from one ``accept4`` that
+    returned a connection to the next, with exactly one ``recvfrom`` that read a request
+    in between and the server not switched out (nginx with ``multi_accept off`` serving
+    from its accept queue: one accept and one earlier connection's request a pass).  A
+    cycle's length is the server's CPU for one connection, measured at the same place
+    wherever it falls in a window."""
+    out: list[tuple[float, float]] = []
+    last: float | None = None
+    reads = 0
+    switched = False
+    for task, t, event in events(text):
+        sw = _SWITCH.match(event)
+        if sw:
+            switched = switched or sw[1] == comm
+            continue
+        ret = _RETURN.match(event)
+        if not ret or task != comm:
+            continue
+        name, value = ret[1], int(ret[2], 16)
+        if name == "accept4" and value < _ERROR:
+            if last is not None and reads == 1 and not switched:
+                out.append((t, t - last))
+            last, reads, switched = t, 0, False
+        elif name == "recvfrom" and 0 < value < _ERROR:
+            reads += 1
+    return out
+
+
+def cycle_series(text: str, comm: str, interval_s: float) -> list[dict[str, float]]:
+    """Per ``interval_s`` from the trace's first window: the server's cycles
+    (:func:`cycles`) there, their median (us), and the windows of
+    :data:`LONG_WINDOW_S` or more that began there: whether the server's speed holds
+    through a run, and whether the long windows come with its slow stretches."""
+    windows = windows_of(runs_of(text, comm))
+    found = cycles(text, comm)
+    if not windows or not found:
+        return []
+    start = windows[0][0].start_s
+    lengths: dict[int, list[float]] = collections.defaultdict(list)
+    for t, length in found:
+        if t >= start:
+            lengths[int((t - start) / interval_s)].append(length)
+    long_windows = collections.Counter(
+        int((w[0].start_s - start) / interval_s) for w in windows
+        if sum(r.end_s - r.start_s for r in w) >= LONG_WINDOW_S)
+    return [{"start_s": round(k * interval_s, 6), "cycles": len(lengths[k]),
+             "cycle_p50_us": round(sorted(lengths[k])[len(lengths[k]) // 2] * 1e6, 1),
+             "long_windows": long_windows[k]}
+            for k in sorted(lengths)]
+
+
 @contextlib.contextmanager
 def traced(out: Path, comm: str, client: str, root: Path = TRACEFS):  # noqa: ANN201
     """Trace (see the module's docstring) while the body runs; write the trace to ``out``."""
@@ -248,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--comm", default="nginx", help="the server's task name (nginx)")
         p.add_argument("--client", default="", help="the client's task name (wrk): also "
                        "trace (summarise) its connects and writes")
+        if name == "summary":
+            p.add_argument("--interval", type=float, default=0.0, metavar="S",
+                           help="also the server's cycle per S seconds (cycle_series; "
+                           "needs a trace recorded with --client)")
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[argv.index("--") + 1:] if "--" in argv else []
     args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
@@ -256,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         out = window_summary(text, args.comm)
         if args.client:
             out.update(connection_summary(text, args.comm, args.client))
+        if args.interval > 0:
+            out["cycle_series"] = cycle_series(text, args.comm, args.interval)
         print(json.dumps(out, indent=2))
         return 0
     if not command:
