@@ -164,6 +164,16 @@ _RETURN = re.compile(r"sys_(\w+) -> 0x(\w+)")
 _ERROR = 1 << 63
 
 
+def server_return(task: str, event: str, comm: str) -> tuple[str, int]:
+    """``(system call, returned value)`` if ``event`` is a successful return of one of
+    the server's (``comm``'s) traced calls, else ``("", 0)`` (a failed call returns a
+    negative errno, :data:`_ERROR` or more)."""
+    ret = _RETURN.match(event)
+    if not ret or task != comm or int(ret[2], 16) >= _ERROR:
+        return "", 0
+    return ret[1], int(ret[2], 16)
+
+
 def connection_summary(text: str, comm: str, client: str) -> dict[str, object]:
     """The client's delays from ``connect`` to its request's ``write``, and the server's
     from ``accept4`` to the ``recvfrom`` that read the request (see the module's
@@ -191,13 +201,10 @@ def connection_summary(text: str, comm: str, client: str) -> dict[str, object]:
             elif task == comm and name == "recvfrom":
                 reading = fd
             continue
-        ret = _RETURN.match(event)
-        if not ret or task != comm:
-            continue
-        name, value = ret[1], int(ret[2], 16)
-        if name == "accept4" and value < _ERROR:
+        name, value = server_return(task, event, comm)
+        if name == "accept4":
             accepted[value] = [t, False]
-        elif name == "recvfrom" and reading in accepted and 0 < value < _ERROR:
+        elif name == "recvfrom" and reading in accepted and value > 0:
             at, slept = accepted.pop(reading)
             to_read.append(t - at)
             slept_between += slept
@@ -231,15 +238,12 @@ def cycles(text: str, comm: str) -> list[tuple[float, float]]:
         if sw:
             switched = switched or sw[1] == comm
             continue
-        ret = _RETURN.match(event)
-        if not ret or task != comm:
-            continue
-        name, value = ret[1], int(ret[2], 16)
-        if name == "accept4" and value < _ERROR:
+        name, value = server_return(task, event, comm)
+        if name == "accept4":
             if last is not None and reads == 1 and not switched:
                 out.append((t, t - last))
             last, reads, switched = t, 0, False
-        elif name == "recvfrom" and 0 < value < _ERROR:
+        elif name == "recvfrom" and value > 0:
             reads += 1
     return out
 
