@@ -94,11 +94,12 @@ def cycle(t: float, fd: int, read: bool = True) -> list[str]:
     return lines
 
 
-def test_the_servers_cycle_is_timed_per_interval_with_the_long_windows(
+def test_the_servers_cycle_is_timed_per_interval_with_the_windows_run_to_a_tick(
         tool: ModuleType) -> None:
-    """Cycles of 30 us in a 1-ms window and of 45 us in a 3.5-ms one a quarter second
-    later; a cycle broken by a switch, one with no request read and one with two are not
-    cycles (each accept's pass reads the request of the connection accepted before)."""
+    """Cycles of 30 us in a window throttled at a wake-up after a sleep, and of 45 us in one
+    that ran on to a tick a quarter second later; a cycle broken by a switch, one with no
+    request read and one with two are not cycles (each accept's pass reads the request of
+    the connection accepted before)."""
     trace = "\n".join([
         switch(10.000000, "swapper/0", "R", "nginx"),
         *cycle(10.000100, 3), *cycle(10.000130, 4), *cycle(10.000160, 5),
@@ -106,17 +107,41 @@ def test_the_servers_cycle_is_timed_per_interval_with_the_long_windows(
         switch(10.000180, "swapper/0", "R", "nginx"),
         *cycle(10.000200, 3), *cycle(10.000230, 4, read=False),  # a cycle, then none
         *cycle(10.000260, 5),
-        switch(10.001000, "nginx", "R", "swapper/0"),  # throttled: a 1-ms window
+        switch(10.000990, "nginx", "S", "swapper/0"),  # ran dry: throttled when woken
+        switch(10.000996, "swapper/0", "R", "nginx"),
+        switch(10.001000, "nginx", "R", "swapper/0"),
         switch(10.300000, "swapper/0", "R", "nginx"),
         *cycle(10.300100, 3), *cycle(10.300145, 4), *cycle(10.300190, 5),
         call(10.300200, "nginx", "sys_recvfrom -> 0x46", cpu=0),  # a second read
         *cycle(10.300235, 3), *cycle(10.300280, 4),
-        switch(10.303500, "nginx", "R", "swapper/0"),  # throttled: a long window
+        switch(10.303500, "nginx", "R", "swapper/0"),  # throttled at a tick
     ]) + "\n"
     assert [round(length * 1e6) for _, length in tool.cycles(trace, "nginx")] == [
         30, 30, 30, 45, 45, 45]
     series = tool.cycle_series(trace, "nginx", 0.25)
     assert series == [
-        {"start_s": 0.0, "cycles": 3, "cycle_p50_us": 30.0, "long_windows": 0},
-        {"start_s": 0.25, "cycles": 3, "cycle_p50_us": 45.0, "long_windows": 1},
+        {"start_s": 0.0, "cycles": 3, "cycle_p50_us": 30.0, "windows_to_tick": 0},
+        {"start_s": 0.25, "cycles": 3, "cycle_p50_us": 45.0, "windows_to_tick": 1},
     ]
+
+
+def test_a_throttle_that_hands_the_cpu_to_ksoftirqd_ends_a_window(tool: ModuleType) -> None:
+    """Throttled at a tick while ksoftirqd was runnable, the server is switched out for
+    ksoftirqd, not the idle task, and runs again only in a later period: a throttle.  A
+    preemption by ksoftirqd gives the CPU back within microseconds: not one."""
+    trace = "\n".join([
+        switch(30.000000, "swapper/0", "R", "nginx"),
+        switch(30.000500, "nginx", "R+", "ksoftirqd/0"),  # preempted for 20 us
+        switch(30.000520, "ksoftirqd/0", "S", "nginx"),
+        switch(30.002160, "nginx", "R+", "ksoftirqd/0"),  # throttled at the tick
+        switch(30.002200, "ksoftirqd/0", "S", "swapper/0"),
+        switch(30.008000, "swapper/0", "R", "nginx"),  # two periods later (the debt)
+        switch(30.010170, "nginx", "R", "swapper/0"),  # throttled
+        switch(30.016000, "swapper/0", "R", "nginx"),
+    ]) + "\n"
+    windows = tool.windows_of(tool.runs_of(trace, "nginx"))
+    assert [round(sum(r.end_s - r.start_s for r in w) * 1e3, 2) for w in windows] == [
+        2.14, 2.17]
+    out = tool.window_summary(trace, "nginx")
+    assert out["windows"] == 2 and out["preempted_by"] == {"ksoftirqd/0": 1}
+    assert out["throttle_noticed"] == {"at_wake": 0, "running": 2}

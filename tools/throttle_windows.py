@@ -27,8 +27,8 @@ instance of its own read after the command.  ``summary`` prints, as JSON:
   of its request on that socket, and for each connection the server accepted, its delay
   to the ``recvfrom`` that read the request and whether the server slept in between;
 - with ``--interval S`` too: per S seconds, the median of the server's CPU for one
-  connection (its *cycle*, :func:`cycles`) and the windows of 3 ms or more that began
-  then (docs/design_log.md, "nginx's speed moves within a run").
+  connection (its *cycle*, :func:`cycles`) and the windows that began then and ran on to
+  a tick (docs/design_log.md, "nginx's speed moves within a run").
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -65,20 +67,31 @@ BUFFER_KB = 32768
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
+#: a server switched out runnable and not run again for this long was throttled, whatever
+#: task the CPU went to: at a throttle the CPU goes to a task woken meanwhile if there is
+#: one (ksoftirqd, most often, when the throttle comes at a tick), and a preemption gives
+#: the CPU back within tens of microseconds
+THROTTLED_GAP_S = 0.5e-3
+
+
 @dataclass(frozen=True)
 class Run:
     """The server ran from ``start_s`` to ``end_s`` and was switched out in ``state``
-    (``S``: it slept; ``R``: runnable, preempted or throttled) for task ``next_comm``."""
+    (``S``: it slept; ``R``: runnable, preempted or throttled) for task ``next_comm``;
+    it ran again ``resumed_after_s`` later (inf: not within the trace)."""
 
     start_s: float
     end_s: float
     state: str
     next_comm: str
+    resumed_after_s: float = math.inf
 
     @property
     def throttled(self) -> bool:
-        """Switched out runnable for the idle task: its cgroup was throttled."""
-        return self.state.startswith("R") and self.next_comm.startswith(IDLE)
+        """Switched out runnable for the idle task, or for any task and not run again for
+        :data:`THROTTLED_GAP_S`: its cgroup was throttled."""
+        return self.state.startswith("R") and (
+            self.next_comm.startswith(IDLE) or self.resumed_after_s >= THROTTLED_GAP_S)
 
     @property
     def slept(self) -> bool:
@@ -104,7 +117,8 @@ def runs_of(text: str, comm: str) -> list[Run]:
             began = None
         if nxt == comm:
             began = t
-    return runs
+    return [dataclasses.replace(run, resumed_after_s=after.start_s - run.end_s)
+            for run, after in zip(runs, runs[1:], strict=False)] + runs[-1:]
 
 
 def windows_of(runs: Sequence[Run]) -> list[list[Run]]:
@@ -144,8 +158,7 @@ def window_summary(text: str, comm: str) -> dict[str, object]:
     bins = collections.Counter(f"{int(r / BIN_S) * BIN_S * 1e3:.1f}" for r in runtimes)
     sleeps = collections.Counter(sum(r.slept for r in w) for w in windows)
     preempted = collections.Counter(
-        r.next_comm for w in windows for r in w
-        if r.state.startswith("R") and not r.next_comm.startswith(IDLE))
+        r.next_comm for w in windows for r in w if r.state.startswith("R") and not r.throttled)
     at_wake = sum(noticed_at_wake(w) for w in windows)
     return {
         "windows": len(windows),
@@ -217,11 +230,6 @@ def connection_summary(text: str, comm: str, client: str) -> dict[str, object]:
     return out
 
 
-#: a window that ran this long went on past its quota (1 ms at the sets' 0.25 CPU per 4 ms)
-#: to a tick: its debt throttles the next periods
-LONG_WINDOW_S = 3e-3
-
-
 def cycles(text: str, comm: str) -> list[tuple[float, float]]:
     """``(time, length)`` of each of the server's *cycles*: from one ``accept4`` that
     returned a connection to the next, with exactly one ``recvfrom`` that read a request
@@ -250,9 +258,11 @@ def cycles(text: str, comm: str) -> list[tuple[float, float]]:
 
 def cycle_series(text: str, comm: str, interval_s: float) -> list[dict[str, float]]:
     """Per ``interval_s`` from the trace's first window: the server's cycles
-    (:func:`cycles`) there, their median (us), and the windows of
-    :data:`LONG_WINDOW_S` or more that began there: whether the server's speed holds
-    through a run, and whether the long windows come with its slow stretches."""
+    (:func:`cycles`) there, their median (us), and the windows that began there and ran
+    on to a tick (their throttle not noticed at a wake-up: the server never ran dry, and
+    its overrun is a debt that throttles it through the next periods): whether the
+    server's speed holds through a run, and whether those windows come with its slow
+    stretches."""
     windows = windows_of(runs_of(text, comm))
     found = cycles(text, comm)
     if not windows or not found:
@@ -262,12 +272,11 @@ def cycle_series(text: str, comm: str, interval_s: float) -> list[dict[str, floa
     for t, length in found:
         if t >= start:
             lengths[int((t - start) / interval_s)].append(length)
-    long_windows = collections.Counter(
-        int((w[0].start_s - start) / interval_s) for w in windows
-        if sum(r.end_s - r.start_s for r in w) >= LONG_WINDOW_S)
+    to_tick = collections.Counter(
+        int((w[0].start_s - start) / interval_s) for w in windows if not noticed_at_wake(w))
     return [{"start_s": round(k * interval_s, 6), "cycles": len(lengths[k]),
              "cycle_p50_us": round(sorted(lengths[k])[len(lengths[k]) // 2] * 1e6, 1),
-             "long_windows": long_windows[k]}
+             "windows_to_tick": to_tick[k]}
             for k in sorted(lengths)]
 
 
@@ -315,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                        "trace (summarise) its connects and writes")
         if name == "summary":
             p.add_argument("--interval", type=float, default=0.0, metavar="S",
-                           help="also the server's cycle per S seconds (cycle_series; "
-                           "needs a trace recorded with --client)")
+                           help="also the server's cycle and its windows that ran on to "
+                           "a tick, per S seconds (cycle_series; needs a trace recorded "
+                           "with --client)")
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[argv.index("--") + 1:] if "--" in argv else []
     args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
