@@ -195,6 +195,11 @@ def main_validate(args: argparse.Namespace) -> int:
                           report["mape_reply_rate_by_accept_limit"].items())
     print(f"mean absolute % error of reply rate: {mape:.1f}% over {report['runs_in_mape']} "
           f"runs ({parts})")
+    repeats = report["repeats"]
+    if repeats is not None:
+        print(f"the repeats alone: no prediction of one number a point does better than "
+              f"{repeats['mape_floor']:.1f}% over the {repeats['runs']} runs of the "
+              f"{repeats['points']} points measured more than once")
     if report["worker_share_error_pp_max"] is not None:
         print("largest gap between a measured and a predicted worker's share: "
               f"{report['worker_share_error_pp_max']:.1f} percentage points")

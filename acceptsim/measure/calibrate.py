@@ -503,7 +503,8 @@ def validate(
     ``mape_reply_rate_by_accept_limit`` per limit of a server with its own (HAProxy's
     ``tune.maxaccept``; :func:`by_limit` compares the limits per rate), and ``direction``
     compares the measured and the predicted difference between the settings per rate
-    (see :func:`~acceptsim.measure.calibrate.direction`).
+    (see :func:`~acceptsim.measure.calibrate.direction`).  ``repeats`` gives the least
+    error the measured repeats of each point leave to any prediction (:func:`repeat_floor`).
     """
     predicted = predict(runs, costs, seed=seed, jobs=jobs)
     rows = []
@@ -542,6 +543,9 @@ def validate(
                 "keepalive": run.info.load.keepalive,
                 "worker_processes": run.info.server.worker_processes,
                 "repeat": run.info.host.repeat,
+                # the point the run repeats: its folder and name less its repeat number
+                "point": (f"{run.path.parent.name}/"
+                          f"{run.path.name.removesuffix(f'-rep-{run.info.host.repeat}')}"),
                 "client_limited": run.client_limited,
                 "excluded_because": "; ".join(reasons) or None,
                 "measured": measured,
@@ -578,7 +582,29 @@ def validate(
         # several workers: the largest gap between a measured and a predicted share
         "worker_share_error_pp_max": max(share_errors) if share_errors else None,
         "closed_loop": closed_loop(rows),
+        "repeats": repeat_floor(rows),
     }
+
+
+def repeat_floor(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the measured repeats alone leave to a prediction: over the compared runs of
+    the points measured twice or more, the least reply-rate mean absolute % error that
+    any prediction of one number a point can have (``mape_floor``: at each point the
+    best of its own measured rates, where the error, piecewise linear in the prediction,
+    has its least).  A deterministic model's MAPE over those runs is at least this; on a
+    machine whose speed drifts between the repeats it is the part of the error no model
+    can remove.  None when no point was measured twice."""
+    by_point: dict[str, list[float]] = {}
+    for r in rows:
+        rate = r["measured"]["reply_rate_per_s"]
+        if not r["excluded_because"] and rate:
+            by_point.setdefault(r["point"], []).append(rate)
+    repeated = [v for v in by_point.values() if len(v) > 1]
+    if not repeated:
+        return None
+    floors = [min(sum(abs(p - x) / x for x in v) for p in v) for v in repeated]
+    runs = sum(len(v) for v in repeated)
+    return {"mape_floor": 100.0 * sum(floors) / runs, "points": len(repeated), "runs": runs}
 
 
 def closed_loop(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
